@@ -1,0 +1,72 @@
+//! The typed errors of cuzk's libraries: every failure names the input (a file, a field, a
+//! sector size) and what is wrong with it, so the CLI can print one line and exit non-zero.
+
+use std::path::PathBuf;
+
+/// Result with cuzk's error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in cuzk's libraries.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A C1 output file is unreadable, malformed or inconsistent.
+    #[error("{}: {reason}", path.display())]
+    C1 { path: PathBuf, reason: String },
+    /// A Groth16 parameter or verifying-key file is missing, truncated or malformed.
+    #[error("{}: {reason}", path.display())]
+    Params { path: PathBuf, reason: String },
+    /// A sector size or registered proof that cuzk does not support, or that does not match.
+    #[error("sector size: {0}")]
+    SectorSize(String),
+    /// The inputs are well-formed but do not belong together (wrong sector, bad path, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// Circuit synthesis or proving failed.
+    #[error("proving failed: {0}")]
+    Proving(String),
+    /// A proof was produced but does not verify.
+    #[error("proof does not verify: {0}")]
+    Verification(String),
+    /// An error reported by the filecoin-proofs family of crates.
+    #[error("filecoin-proofs: {0}")]
+    Filecoin(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A C1 problem for `path`.
+    pub fn c1(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::C1 {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Converts an error from the filecoin-proofs crates (which use anyhow) into ours,
+    /// keeping its whole context chain in the message.
+    pub fn filecoin(e: impl std::fmt::Display) -> Self {
+        Error::Filecoin(format!("{e:#}"))
+    }
+
+    /// A parameter-file problem for `path`.
+    pub fn params(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::Params {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Memory accounting: the process's resident set now and at its peak (VmRSS and VmHWM from
+//! `/proc/self/status`), `malloc_trim(0)` to hand freed heap back to the kernel between
+//! stages, and a stage tracer that records one (stage, start, duration, RSS, peak) row per
+//! stage so that every command can print or save where its time and memory went.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Resident memory of this process, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemSnapshot {
+    /// Current resident set size (VmRSS).
+    pub rss_bytes: u64,
+    /// Peak resident set size since the process started (VmHWM).
+    pub peak_bytes: u64,
+}
+
+/// Reads VmRSS and VmHWM from `/proc/self/status`; zeros where that file does not exist.
+pub fn snapshot() -> MemSnapshot {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return MemSnapshot::default();
+    };
+    parse_status(&status)
+}
+
+fn parse_status(status: &str) -> MemSnapshot {
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    MemSnapshot {
+        rss_bytes: field("VmRSS:"),
+        peak_bytes: field("VmHWM:"),
+    }
+}
+
+/// Returns freed heap memory to the kernel (glibc only; a no-op elsewhere).
+pub fn malloc_trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions; it only walks glibc's own arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Formats a byte count as GiB/MiB for humans.
+pub fn human_bytes(bytes: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let b = bytes as f64;
+    if b >= 1024.0 * MIB {
+        format!("{:.2} GiB", b / (1024.0 * MIB))
+    } else {
+        format!("{:.1} MiB", b / MIB)
+    }
+}
+
+/// One stage of a traced run.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageRow {
+    /// Stage name, e.g. `"load-params"`.
+    pub stage: String,
+    /// Seconds from the tracer's creation to the stage's start.
+    pub start_s: f64,
+    /// Seconds the stage took.
+    pub duration_s: f64,
+    /// RSS right after the stage (after `malloc_trim`).
+    pub rss_bytes: u64,
+    /// Peak RSS of the process at the end of the stage.
+    pub peak_bytes: u64,
+}
+
+/// Records a [`StageRow`] for every stage run through it. Cheap, thread-safe.
+#[derive(Debug)]
+pub struct StageTracer {
+    origin: Instant,
+    rows: Mutex<Vec<StageRow>>,
+}
+
+impl Default for StageTracer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StageTracer {
+    /// A tracer whose clock starts now.
+    pub fn new() -> Self {
+        StageTracer {
+            origin: Instant::now(),
+            rows: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` as stage `name`, recording its time and the memory after it.
+    pub fn stage<T>(&self, name: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        tracing::info!(stage = name, "stage start");
+        let out = f();
+        let duration_s = start.elapsed().as_secs_f64();
+        malloc_trim();
+        let mem = snapshot();
+        tracing::info!(
+            stage = name,
+            seconds = format!("{duration_s:.3}"),
+            rss = human_bytes(mem.rss_bytes),
+            "stage done"
+        );
+        self.rows.lock().unwrap_or_else(|e| e.into_inner()).push(StageRow {
+            stage: name.to_string(),
+            start_s: start.duration_since(self.origin).as_secs_f64(),
+            duration_s,
+            rss_bytes: mem.rss_bytes,
+            peak_bytes: mem.peak_bytes,
+        });
+        out
+    }
+
+    /// The rows recorded so far, in completion order.
+    pub fn rows(&self) -> Vec<StageRow> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Seconds spent in the stage called `name` (summed if it ran more than once).
+    pub fn seconds(&self, name: &str) -> f64 {
+        self.rows()
+            .iter()
+            .filter(|r| r.stage == name)
+            .map(|r| r.duration_s)
+            .sum()
+    }
+
+    /// A fixed-width table of the rows, one line per stage, with a final peak line.
+    pub fn render(&self) -> String {
+        let rows = self.rows();
+        let mut out = format!(
+            "{:<22} {:>10} {:>12} {:>12}\n",
+            "stage", "seconds", "rss", "peak rss"
+        );
+        for r in &rows {
+            out.push_str(&format!(
+                "{:<22} {:>10.3} {:>12} {:>12}\n",
+                r.stage,
+                r.duration_s,
+                human_bytes(r.rss_bytes),
+                human_bytes(r.peak_bytes)
+            ));
+        }
+        let peak = rows.iter().map(|r| r.peak_bytes).max().unwrap_or(0);
+        out.push_str(&format!("peak RSS (VmHWM): {}\n", human_bytes(peak)));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_status_fields() {
+        let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
+        assert_eq!(
+            parse_status(s),
+            MemSnapshot {
+                rss_bytes: 1024 * 1024,
+                peak_bytes: 2048 * 1024
+            }
+        );
+    }
+
+    #[test]
+    fn peak_tracks_a_large_allocation() {
+        let before = snapshot();
+        assert!(before.rss_bytes > 0 && before.peak_bytes >= before.rss_bytes);
+        let big = vec![1u8; 64 << 20];
+        let during = snapshot();
+        assert!(during.peak_bytes >= before.peak_bytes);
+        assert!(during.rss_bytes >= before.rss_bytes + (48 << 20), "{before:?} {during:?}");
+        drop(big);
+    }
+
+    #[test]
+    fn tracer_records_each_stage_in_order() {
+        let t = StageTracer::new();
+        let v = t.stage("one", || 1 + 1);
+        t.stage("two", || std::thread::sleep(std::time::Duration::from_millis(20)));
+        assert_eq!(v, 2);
+        let rows = t.rows();
+        assert_eq!(rows.iter().map(|r| r.stage.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+        assert!(rows[1].duration_s >= 0.02);
+        assert!(rows[1].start_s >= rows[0].start_s);
+        assert!(t.render().contains("peak RSS"));
+    }
+}

@@ -1,0 +1,421 @@
+//! Fast Groth16 test-parameter generation. bellperson's generator evaluates the QAP with a
+//! full iFFT and a wNAF table per scalar; here one synthesis of the (blank) circuit records the
+//! matrices, the QAP is evaluated at tau through the domain's Lagrange basis in closed form
+//! (`L_i(tau) = Z(tau)·ω^i / (m·(tau − ω^i))`, one batched inversion), and every SRS point is
+//! made by a multi-threaded signed-window fixed-base multiplication with batched
+//! normalisation ([`crate::fixed_base`]). For equal secrets the output equals bellperson's
+//! `generate_parameters` point for point (tested), so the official prover accepts it.
+//! Parameters made this way are for tests only: whoever ran the generator knows tau.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::groth16::{Parameters, VerifyingKey};
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::{BatchInvert, Field, PrimeField};
+use group::{Curve, Group};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::fixed_base::FixedBaseTable;
+use crate::{Error, Result};
+
+/// The toxic waste of one parameter set, plus the two generators it multiplies.
+#[derive(Clone, Debug)]
+pub struct Secrets {
+    pub g1: G1Projective,
+    pub g2: G2Projective,
+    pub alpha: Scalar,
+    pub beta: Scalar,
+    pub gamma: Scalar,
+    pub delta: Scalar,
+    pub tau: Scalar,
+}
+
+impl Secrets {
+    /// Draws every secret from `rng`, in the order bellperson's `generate_random_parameters`
+    /// draws them (so the same seeded rng gives the same parameters in both generators).
+    pub fn random<R: RngCore>(rng: &mut R) -> Self {
+        Secrets {
+            g1: G1Projective::random(&mut *rng),
+            g2: G2Projective::random(&mut *rng),
+            alpha: Scalar::random(&mut *rng),
+            beta: Scalar::random(&mut *rng),
+            gamma: Scalar::random(&mut *rng),
+            delta: Scalar::random(&mut *rng),
+            tau: Scalar::random(&mut *rng),
+        }
+    }
+}
+
+/// Column tag bit: set for input variables, clear for aux.
+const INPUT_BIT: u32 = 1 << 31;
+
+/// One recorded matrix entry: (row, tagged column, coefficient).
+type Entry = (u32, u32, Scalar);
+
+/// A constraint system that only records the three matrices (no values).
+#[derive(Default)]
+struct Recorder {
+    num_inputs: usize,
+    num_aux: usize,
+    num_constraints: usize,
+    a: Vec<Entry>,
+    b: Vec<Entry>,
+    c: Vec<Entry>,
+}
+
+fn record(lc: &LinearCombination<Scalar>, row: usize, out: &mut Vec<Entry>) {
+    for (var, coeff) in lc.iter() {
+        let col = match var.get_unchecked() {
+            Index::Input(i) => i as u32 | INPUT_BIT,
+            Index::Aux(i) => i as u32,
+        };
+        out.push((row as u32, col, *coeff));
+    }
+}
+
+impl ConstraintSystem<Scalar> for Recorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let row = self.num_constraints;
+        record(&a(LinearCombination::zero()), row, &mut self.a);
+        record(&b(LinearCombination::zero()), row, &mut self.b);
+        record(&c(LinearCombination::zero()), row, &mut self.c);
+        self.num_constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Sizes of a generated parameter set, for reporting.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct GenReport {
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    pub domain: usize,
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+    pub synthesis_s: f64,
+    pub evaluation_s: f64,
+    pub g1_s: f64,
+    pub g2_s: f64,
+}
+
+/// Generates Groth16 parameters for `circuit` with the given secrets.
+pub fn generate<C: Circuit<Scalar>>(
+    circuit: C,
+    secrets: &Secrets,
+) -> Result<(Parameters<Bls12>, GenReport)> {
+    let mut rep = GenReport::default();
+    let t = Instant::now();
+    let mut cs = Recorder::default();
+    cs.alloc_input(|| "", || Ok(Scalar::ONE))
+        .map_err(|e| Error::Proving(e.to_string()))?;
+    circuit
+        .synthesize(&mut cs)
+        .map_err(|e| Error::Proving(format!("synthesis for parameter generation: {e}")))?;
+    // The prover appends `input_i * 0 = 0` for every input so that the A-query of each
+    // input is linearly independent; the parameters must contain the same rows.
+    for i in 0..cs.num_inputs {
+        let row = cs.num_constraints;
+        cs.a.push((row as u32, i as u32 | INPUT_BIT, Scalar::ONE));
+        cs.num_constraints += 1;
+    }
+    rep.synthesis_s = t.elapsed().as_secs_f64();
+    rep.constraints = cs.num_constraints;
+    rep.inputs = cs.num_inputs;
+    rep.aux = cs.num_aux;
+    tracing::info!(
+        constraints = cs.num_constraints,
+        inputs = cs.num_inputs,
+        aux = cs.num_aux,
+        seconds = format!("{:.2}", rep.synthesis_s),
+        "recorded circuit"
+    );
+
+    let t = Instant::now();
+    let exp = cs.num_constraints.next_power_of_two().trailing_zeros();
+    if exp > Scalar::S {
+        return Err(Error::Proving(format!(
+            "{} constraints exceed the scalar field's 2-adicity",
+            cs.num_constraints
+        )));
+    }
+    let m = 1usize << exp;
+    rep.domain = m;
+    let mut omega = Scalar::ROOT_OF_UNITY;
+    for _ in exp..Scalar::S {
+        omega = omega.square();
+    }
+    let tau = secrets.tau;
+    let z_tau = tau.pow_vartime([m as u64]) - Scalar::ONE;
+    let m_inv = Scalar::from(m as u64).invert().unwrap();
+    let lagrange = lagrange_at(tau, omega, z_tau * m_inv, cs.num_constraints);
+
+    let eval = |entries: &[Entry]| -> (Vec<Scalar>, Vec<Scalar>) {
+        let mut inputs = vec![Scalar::ZERO; cs.num_inputs];
+        let mut aux = vec![Scalar::ZERO; cs.num_aux];
+        for &(row, col, coeff) in entries {
+            let v = lagrange[row as usize] * coeff;
+            if col & INPUT_BIT != 0 {
+                inputs[(col & !INPUT_BIT) as usize] += v;
+            } else {
+                aux[col as usize] += v;
+            }
+        }
+        (inputs, aux)
+    };
+    let ((at_in, at_aux), ((bt_in, bt_aux), (ct_in, ct_aux))) =
+        rayon::join(|| eval(&cs.a), || rayon::join(|| eval(&cs.b), || eval(&cs.c)));
+    drop(cs);
+    drop(lagrange);
+
+    let gamma_inv = Option::<Scalar>::from(secrets.gamma.invert())
+        .ok_or_else(|| Error::Proving("gamma is zero".into()))?;
+    let delta_inv = Option::<Scalar>::from(secrets.delta.invert())
+        .ok_or_else(|| Error::Proving("delta is zero".into()))?;
+    let combine = |at: &[Scalar], bt: &[Scalar], ct: &[Scalar], inv: Scalar| -> Vec<Scalar> {
+        at.par_iter()
+            .zip(bt.par_iter())
+            .zip(ct.par_iter())
+            .map(|((a, b), c)| (*a * secrets.beta + *b * secrets.alpha + c) * inv)
+            .collect()
+    };
+    let ic_s = combine(&at_in, &bt_in, &ct_in, gamma_inv);
+    let l_s = combine(&at_aux, &bt_aux, &ct_aux, delta_inv);
+    if l_s.iter().any(|s| bool::from(s.is_zero())) {
+        return Err(Error::Proving(
+            "an aux variable is unconstrained; the circuit cannot have parameters".into(),
+        ));
+    }
+    let nonzero = |x: Vec<Scalar>, y: Vec<Scalar>| -> Vec<Scalar> {
+        x.into_iter()
+            .chain(y)
+            .filter(|s| !bool::from(s.is_zero()))
+            .collect()
+    };
+    let a_s = nonzero(at_in, at_aux);
+    let b_s = nonzero(bt_in, bt_aux);
+    let h_s = powers(tau, z_tau * delta_inv, m - 1);
+    rep.evaluation_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let n_g1 = h_s.len() + l_s.len() + a_s.len() + b_s.len() + ic_s.len();
+    let g1_table = FixedBaseTable::new(secrets.g1, FixedBaseTable::<G1Projective>::window_for(n_g1));
+    let h: Vec<G1Affine> = g1_table.batch_mul(&h_s);
+    drop(h_s);
+    let l = g1_table.batch_mul(&l_s);
+    let a = g1_table.batch_mul(&a_s);
+    let b_g1 = g1_table.batch_mul(&b_s);
+    let ic = g1_table.batch_mul(&ic_s);
+    drop(g1_table);
+    rep.g1_s = t.elapsed().as_secs_f64();
+    tracing::info!(points = n_g1, seconds = format!("{:.2}", rep.g1_s), "G1 points done");
+
+    let t = Instant::now();
+    let g2_table = FixedBaseTable::new(secrets.g2, FixedBaseTable::<G2Projective>::window_for(b_s.len()));
+    let b_g2: Vec<G2Affine> = g2_table.batch_mul(&b_s);
+    rep.g2_s = t.elapsed().as_secs_f64();
+    tracing::info!(points = b_g2.len(), seconds = format!("{:.2}", rep.g2_s), "G2 points done");
+
+    let (g1, g2) = (secrets.g1, secrets.g2);
+    let vk = VerifyingKey::<Bls12> {
+        alpha_g1: (g1 * secrets.alpha).to_affine(),
+        beta_g1: (g1 * secrets.beta).to_affine(),
+        beta_g2: (g2 * secrets.beta).to_affine(),
+        gamma_g2: (g2 * secrets.gamma).to_affine(),
+        delta_g1: (g1 * secrets.delta).to_affine(),
+        delta_g2: (g2 * secrets.delta).to_affine(),
+        ic,
+    };
+    rep.h = h.len();
+    rep.l = l.len();
+    rep.a = a.len();
+    rep.b_g1 = b_g1.len();
+    rep.b_g2 = b_g2.len();
+    Ok((
+        Parameters {
+            vk,
+            h: Arc::new(h),
+            l: Arc::new(l),
+            a: Arc::new(a),
+            b_g1: Arc::new(b_g1),
+            b_g2: Arc::new(b_g2),
+        },
+        rep,
+    ))
+}
+
+const PAR_CHUNK: usize = 1 << 14;
+
+/// `c·x^i` for `i in 0..n`, in parallel chunks.
+fn powers(x: Scalar, c: Scalar, n: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(k, chunk)| {
+        let mut cur = c * x.pow_vartime([(k * PAR_CHUNK) as u64]);
+        for v in chunk {
+            *v = cur;
+            cur *= x;
+        }
+    });
+    out
+}
+
+/// `L_i(tau) = k·ω^i / (tau − ω^i)` for `i in 0..n`, where `k = Z(tau)/m`.
+fn lagrange_at(tau: Scalar, omega: Scalar, k: Scalar, n: usize) -> Vec<Scalar> {
+    let mut out = powers(omega, Scalar::ONE, n);
+    out.par_chunks_mut(PAR_CHUNK).for_each(|chunk| {
+        let mut den: Vec<Scalar> = chunk.iter().map(|w| tau - w).collect();
+        den.iter_mut().batch_invert();
+        for (v, d) in chunk.iter_mut().zip(den) {
+            *v = k * *v * d;
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// A random circuit that interleaves inputs, aux and constraints.
+    struct RandomCircuit {
+        seed: u64,
+        vars: usize,
+        constraints: usize,
+    }
+
+    impl Circuit<Scalar> for RandomCircuit {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+            let mut vars = vec![CS::one()];
+            for k in 0..self.constraints {
+                if vars.len() < self.vars {
+                    let v = if rng.gen_bool(0.2) {
+                        cs.alloc_input(|| format!("in{k}"), || Ok(Scalar::from(k as u64)))?
+                    } else {
+                        cs.alloc(|| format!("aux{k}"), || Ok(Scalar::from(k as u64)))?
+                    };
+                    vars.push(v);
+                }
+                let pick = |rng: &mut ChaCha8Rng| {
+                    let mut lc = LinearCombination::zero();
+                    for _ in 0..rng.gen_range(0..4) {
+                        let v = vars[rng.gen_range(0..vars.len())];
+                        let c = match rng.gen_range(0..3) {
+                            0 => Scalar::ONE,
+                            1 => -Scalar::ONE,
+                            _ => Scalar::random(&mut *rng),
+                        };
+                        lc = lc + (c, v);
+                    }
+                    lc
+                };
+                let (a, b, c) = (pick(&mut rng), pick(&mut rng), pick(&mut rng));
+                // Make sure the newest variable is constrained.
+                let newest = *vars.last().unwrap();
+                cs.enforce(|| format!("c{k}"), |_| a + newest, |_| b, |_| c);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn equals_bellperson_generator_for_equal_secrets() {
+        for seed in 0..4u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
+            let s = Secrets::random(&mut rng);
+            let circuit = || RandomCircuit {
+                seed,
+                vars: 20 + 15 * seed as usize,
+                constraints: 40 + 30 * seed as usize,
+            };
+            let (ours, rep) = generate(circuit(), &s).unwrap();
+            let theirs = bellperson::groth16::generate_parameters::<Bls12, _>(
+                circuit(),
+                s.g1,
+                s.g2,
+                s.alpha,
+                s.beta,
+                s.gamma,
+                s.delta,
+                s.tau,
+            )
+            .unwrap();
+            assert_eq!(ours.vk, theirs.vk, "seed {seed}");
+            assert_eq!(ours.h, theirs.h, "seed {seed}: h");
+            assert_eq!(ours.l, theirs.l, "seed {seed}: l");
+            assert_eq!(ours.a, theirs.a, "seed {seed}: a");
+            assert_eq!(ours.b_g1, theirs.b_g1, "seed {seed}: b_g1");
+            assert_eq!(ours.b_g2, theirs.b_g2, "seed {seed}: b_g2");
+            assert_eq!(rep.h, rep.domain - 1);
+        }
+    }
+
+    #[test]
+    fn lagrange_basis_sums_to_one_and_interpolates() {
+        // Σ L_i(tau) = 1 and Σ ω^i·L_i(tau) = tau on the full domain.
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let tau = Scalar::random(&mut rng);
+        let exp = 5;
+        let m = 1usize << exp;
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in exp..Scalar::S {
+            omega = omega.square();
+        }
+        let k = (tau.pow_vartime([m as u64]) - Scalar::ONE) * Scalar::from(m as u64).invert().unwrap();
+        let l = lagrange_at(tau, omega, k, m);
+        let sum: Scalar = l.iter().sum();
+        assert_eq!(sum, Scalar::ONE);
+        let w = powers(omega, Scalar::ONE, m);
+        let x: Scalar = l.iter().zip(&w).map(|(a, b)| *a * b).sum();
+        assert_eq!(x, tau);
+    }
+}
