@@ -1,0 +1,63 @@
+//! Verification of seal proofs with filecoin-proofs' own `verify_seal`, after checking that
+//! the verifying key it will read is present and whole (filecoin-proofs would otherwise
+//! silently rebuild a missing `.vk` from the `.params` file, or fail with a vague error).
+
+use super::c1::C1;
+use super::sector::SectorIdentity;
+use super::setup::ParamPaths;
+use crate::{params, Error, Result};
+
+/// The outcome of verifying one proof.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Valid,
+    /// Why the proof was rejected.
+    Invalid(String),
+}
+
+impl Verdict {
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Verdict::Valid)
+    }
+}
+
+/// Verifies `proof` for the sector of `c1` owned by `identity`.
+pub fn verify_seal(c1: &C1, identity: &SectorIdentity, proof: &[u8]) -> Result<Verdict> {
+    let paths = ParamPaths::for_proof(c1.registered_proof)?;
+    params::check_vk_file(&paths.vk)?;
+    let partitions = usize::from(c1.porep_config().partitions);
+    let want = partitions * super::bellperson_engine::PARTITION_PROOF_BYTES;
+    if proof.len() != want {
+        return Ok(Verdict::Invalid(format!(
+            "proof is {} bytes; a {} proof is {want}",
+            proof.len(),
+            super::sector::size_name(c1.sector_size())
+        )));
+    }
+    let r = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        identity.prover_id(),
+        identity.sector_id(),
+        c1.ticket,
+        c1.seed,
+        proof,
+    );
+    Ok(match r {
+        Ok(true) => Verdict::Valid,
+        Ok(false) => Verdict::Invalid("verify_seal rejected the proof".into()),
+        // The inputs other than the proof were checked above, so what fails here is the
+        // proof's own encoding (e.g. a point that does not decode).
+        Err(e) => Verdict::Invalid(format!("verify_seal: {e:#}")),
+    })
+}
+
+/// Verifies and turns a rejection into an error (for provers that must not return a bad
+/// proof).
+pub fn ensure_valid(c1: &C1, identity: &SectorIdentity, proof: &[u8]) -> Result<()> {
+    match verify_seal(c1, identity, proof)? {
+        Verdict::Valid => Ok(()),
+        Verdict::Invalid(why) => Err(Error::Verification(why)),
+    }
+}
