@@ -234,6 +234,13 @@ pub fn write_atomically(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::
         f(&mut w).map_err(|e| Error::io(path, e))?;
         w.flush().map_err(|e| Error::io(path, e))?;
     }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| Error::io(path, e))?;
+    }
     tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())

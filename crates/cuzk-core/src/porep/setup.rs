@@ -155,3 +155,67 @@ pub fn load(rp: RegisteredSealProof) -> Result<(Parameters<Bls12>, ParamsLayout)
     params::check_vk_file(&paths.vk)?;
     params::load_params(&paths.params)
 }
+
+/// Side-by-side timing of cuzk's generator and bellperson's (the one filecoin-proofs runs),
+/// each generating parameters for `rp` and writing them to a scratch directory.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GeneratorTiming {
+    pub registered_proof: String,
+    pub cuzk_seconds: f64,
+    pub cuzk: GenReport,
+    pub cuzk_file_bytes: u64,
+    pub bellperson_seconds: Option<f64>,
+    pub bellperson_file_bytes: Option<u64>,
+    /// Whether both produced the same section sizes (they must).
+    pub same_layout: Option<bool>,
+    pub threads: usize,
+}
+
+/// Runs the generators for `rp` into `scratch` (the files are deleted afterwards).
+pub fn time_generators(rp: RegisteredSealProof, with_bellperson: bool, scratch: &Path) -> Result<GeneratorTiming> {
+    with_shape!(crate::porep::sector::sector_size_of(rp), time_shaped, rp, with_bellperson, scratch)
+}
+
+fn time_shaped<Tree: 'static + MerkleTreeTrait>(
+    rp: RegisteredSealProof,
+    with_bellperson: bool,
+    scratch: &Path,
+) -> Result<GeneratorTiming> {
+    let config = rp.as_v1_config();
+    let public_params = filecoin_proofs::parameters::public_params::<Tree>(&config).map_err(Error::filecoin)?;
+    let blank = || <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&public_params);
+    let ours_path = scratch.join("cuzk.params");
+    let t = Instant::now();
+    let (p, report) = paramgen::generate(blank(), &Secrets::random(&mut rand_core::OsRng))?;
+    params::write_params(&ours_path, &p)?;
+    let cuzk_seconds = t.elapsed().as_secs_f64();
+    drop(p);
+    let ours_layout = params::check_params_file(&ours_path)?;
+    std::fs::remove_file(&ours_path).map_err(|e| Error::io(&ours_path, e))?;
+    tracing::info!(seconds = format!("{cuzk_seconds:.1}"), "cuzk generator done");
+    let (mut bellperson_seconds, mut bellperson_file_bytes, mut same_layout) = (None, None, None);
+    if with_bellperson {
+        tracing::info!("running bellperson's generate_random_parameters (this is the slow one)");
+        let theirs_path = scratch.join("bellperson.params");
+        let t = Instant::now();
+        let p = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank(), &mut rand_core::OsRng)
+            .map_err(|e| Error::Proving(format!("bellperson generator: {e}")))?;
+        params::write_params(&theirs_path, &p)?;
+        bellperson_seconds = Some(t.elapsed().as_secs_f64());
+        drop(p);
+        let theirs_layout = params::check_params_file(&theirs_path)?;
+        std::fs::remove_file(&theirs_path).map_err(|e| Error::io(&theirs_path, e))?;
+        bellperson_file_bytes = Some(theirs_layout.file_bytes as u64);
+        same_layout = Some(theirs_layout == ours_layout);
+    }
+    Ok(GeneratorTiming {
+        registered_proof: format!("{rp:?}"),
+        cuzk_seconds,
+        cuzk: report,
+        cuzk_file_bytes: ours_layout.file_bytes as u64,
+        bellperson_seconds,
+        bellperson_file_bytes,
+        same_layout,
+        threads: rayon::current_num_threads(),
+    })
+}

@@ -1,0 +1,61 @@
+//! End to end on the bundled 2 KiB sector with the shared test parameters (generated once per
+//! machine into the parameter cache outside the checkout): the bellperson reference proof
+//! verifies with `verify_seal` and tampered proofs do not; filecoin-proofs' own prover
+//! (`seal_commit_phase2`, which re-verifies) accepts the parameters cuzk's generator made.
+
+use std::path::{Path, PathBuf};
+
+use cuzk_core::mem::StageTracer;
+use cuzk_core::porep::c1::C1;
+use cuzk_core::porep::sector::SectorMeta;
+use cuzk_core::porep::verify::{verify_seal, Verdict};
+use cuzk_core::porep::{bellperson_engine, init_env, setup};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
+}
+
+fn meta() -> SectorMeta {
+    SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap()
+}
+
+fn ready() -> C1 {
+    init_env().unwrap();
+    let c1 = C1::load(&fixture(), None).unwrap();
+    setup::ensure(c1.registered_proof, None).unwrap();
+    c1
+}
+
+#[test]
+fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
+    let c1 = ready();
+    let id = meta().identity();
+    let (params, _) = setup::load(c1.registered_proof).unwrap();
+    let tracer = StageTracer::new();
+    let proof = bellperson_engine::prove(&c1, &id, &params, &tracer).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert_eq!(verify_seal(&c1, &id, &proof).unwrap(), Verdict::Valid);
+    for at in [0usize, 50, 100, 191] {
+        let mut bad = proof.clone();
+        bad[at] ^= 0x01;
+        assert!(!verify_seal(&c1, &id, &bad).unwrap().is_valid(), "flipped byte {at} accepted");
+    }
+    assert!(!verify_seal(&c1, &id, &proof[..191]).unwrap().is_valid());
+    let mut other = id;
+    other.sector_number += 1;
+    assert!(!verify_seal(&c1, &other, &proof).unwrap().is_valid(), "proof accepted for another sector");
+    let stages: Vec<String> = tracer.rows().into_iter().map(|r| r.stage).collect();
+    assert_eq!(stages, ["check-c1", "build-circuits", "bellperson-prove"]);
+}
+
+#[test]
+fn official_prover_accepts_cuzk_test_parameters() {
+    let c1 = ready();
+    let m = meta();
+    let api_c1: filecoin_proofs_api::seal::SealCommitPhase1Output =
+        serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    // seal_commit_phase2 proves with the .params file and re-verifies with the .vk file.
+    let out = filecoin_proofs_api::seal::seal_commit_phase2(api_c1, m.identity().prover_id(), m.identity().sector_id())
+        .expect("filecoin-proofs rejected cuzk's parameters");
+    assert_eq!(verify_seal(&c1, &m.identity(), &out.proof).unwrap(), Verdict::Valid);
+}
