@@ -1,0 +1,157 @@
+//! The `cuzk` binary as a user runs it: the demo, prove/verify round trips, and every bad
+//! input giving a one-line error that names the file, a non-zero exit and no output file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
+}
+
+fn cuzk(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cuzk"));
+    c.args(args).env("RUST_LOG", "warn");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Makes sure the shared test parameters exist; returns the .params and .vk paths.
+fn shared_params() -> (PathBuf, PathBuf) {
+    let o = cuzk(&["params", "ensure", "--sector-size", "2KiB"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = cuzk(&["params", "path", "--sector-size", "2KiB"], &[]);
+    let out = text(&o.stdout);
+    let mut lines = out.lines();
+    (PathBuf::from(lines.next().unwrap()), PathBuf::from(lines.next().unwrap()))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn assert_clean_failure(o: &Output, must_name: &str, must_say: &str, out_file: &Path) {
+    assert_eq!(o.status.code(), Some(2), "stdout {} stderr {}", text(&o.stdout), text(&o.stderr));
+    let err = text(&o.stderr);
+    let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("no error line: {err}"));
+    assert!(line.contains(must_name) && line.contains(must_say), "{line}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out_file.exists(), "partial output left at {}", out_file.display());
+}
+
+#[test]
+fn demo_proves_the_bundled_sector_and_the_proof_verifies_only_untampered() {
+    shared_params();
+    let dir = tempfile::tempdir().unwrap();
+    let proof = dir.path().join("demo.proof");
+    let trace = dir.path().join("trace.json");
+    let o = cuzk(&["demo", "--out", s(&proof), "--trace", s(&trace)], &[]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    let bytes = std::fs::read(&proof).unwrap();
+    assert_eq!(bytes.len(), 192);
+    assert!(out.contains(&hex_of(&bytes)) && out.contains("verify_seal: VALID") && out.contains("peak RSS"), "{out}");
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let stages: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["load-params", "check-c1", "build-circuits", "bellperson-prove", "verify"]);
+
+    let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&proof)], &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(text(&o.stdout).trim(), "VALID");
+    let mut flipped = bytes.clone();
+    flipped[77] ^= 0x10;
+    let bad = dir.path().join("flipped.proof");
+    std::fs::write(&bad, &flipped).unwrap();
+    let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&bad)], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).starts_with("INVALID"));
+    // The right proof for the wrong sector number is invalid too.
+    let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&proof), "--sector-number", "2"], &[]);
+    assert_ne!(o.status.code(), Some(0));
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn bad_parameter_files_are_named_and_nothing_is_written() {
+    let (params, vk) = shared_params();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.proof");
+    let c1 = fixture();
+    let prove = |cache: &Path| cuzk(&["prove", "--c1", s(&c1), "--out", s(&out)], &[("FIL_PROOFS_PARAMETER_CACHE", cache)]);
+    let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_string();
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_clean_failure(&prove(&empty), &name(&params), "missing Groth16 parameters", &out);
+
+    // Truncated .params next to a good .vk.
+    let cut = dir.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    let head = {
+        use std::io::Read;
+        let mut v = vec![0u8; 4 << 20];
+        std::fs::File::open(&params).unwrap().read_exact(&mut v).unwrap();
+        v
+    };
+    std::fs::write(cut.join(name(&params)), head).unwrap();
+    std::fs::copy(&vk, cut.join(name(&vk))).unwrap();
+    assert_clean_failure(&prove(&cut), &name(&params), "truncated", &out);
+
+    // Good .params, missing .vk, then truncated .vk.
+    let novk = dir.path().join("novk");
+    std::fs::create_dir(&novk).unwrap();
+    std::os::unix::fs::symlink(&params, novk.join(name(&params))).unwrap();
+    assert_clean_failure(&prove(&novk), &name(&vk), "No such file", &out);
+    let vk_bytes = std::fs::read(&vk).unwrap();
+    std::fs::write(novk.join(name(&vk)), &vk_bytes[..vk_bytes.len() - 10]).unwrap();
+    assert_clean_failure(&prove(&novk), &name(&vk), "truncated", &out);
+}
+
+#[test]
+fn bad_c1_files_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.proof");
+    let full = std::fs::read(fixture()).unwrap();
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("truncated.json", full[..full.len() - 100].to_vec(), "truncated"),
+        ("garbage.json", b"PK\x03\x04 not json".to_vec(), "not JSON"),
+        ("foreign.json", br#"{"proof": [1, 2, 3]}"#.to_vec(), "not a C1"),
+    ];
+    for (file, bytes, says) in cases {
+        let p = dir.path().join(file);
+        std::fs::write(&p, bytes).unwrap();
+        let o = cuzk(&["prove", "--c1", s(&p), "--out", s(&out), "--sector-size", "2KiB", "--miner-id", "1000", "--sector-number", "1"], &[]);
+        assert_clean_failure(&o, file, says, &out);
+    }
+    // Wrong sector size for the file.
+    let o = cuzk(&["prove", "--c1", s(&fixture()), "--out", s(&out), "--sector-size", "512MiB"], &[]);
+    assert_clean_failure(&o, "c1.json", "512MiB", &out);
+    // No metadata and no identity flags.
+    let lone = dir.path().join("lone.json");
+    std::fs::write(&lone, &full).unwrap();
+    let o = cuzk(&["prove", "--c1", s(&lone), "--out", s(&out)], &[]);
+    assert_clean_failure(&o, "lone.json", "--miner-id", &out);
+    // An unsupported size.
+    let o = cuzk(&["params", "ensure", "--sector-size", "3KiB"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unsupported sector size"));
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let o = cuzk(&["--help"], &[]);
+    let h = text(&o.stdout);
+    for cmd in ["demo", "prove", "verify", "gen-c1", "params", "bench"] {
+        assert!(h.contains(cmd), "{cmd} missing from --help: {h}");
+    }
+    let o = cuzk(&["prove", "--help"], &[]);
+    assert!(text(&o.stdout).contains("--no-verify"));
+}
