@@ -11,7 +11,8 @@ use cuzk_core::mem::{self, StageTracer};
 use cuzk_core::params;
 use cuzk_core::porep::c1::C1;
 use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_core::porep::setup::{self, Ensured, ParamPaths};
+use cuzk_core::porep::setup::{self, ParamPaths};
+use cuzk_pce::setup::Ensured;
 use cuzk_core::porep::verify::{self, Verdict};
 use cuzk_core::porep::{bellperson_engine, seal, RegisteredSealProof};
 
@@ -40,6 +41,9 @@ enum Cmd {
     /// Groth16 parameter files: make test parameters, check files, show paths.
     #[command(subcommand)]
     Params(ParamsCmd),
+    /// Pre-Compiled Constraint Evaluator: extract (or load) the cached matrices of a circuit.
+    #[command(subcommand)]
+    Pce(PceCmd),
     /// Benchmarks (each compares implementations side by side in one run).
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -149,7 +153,35 @@ enum ParamsCmd {
 }
 
 #[derive(Subcommand)]
+enum PceCmd {
+    /// Build or load the PCE cache for the circuit of a C1 file and print counts, densities,
+    /// bytes per non-zero, extraction time and cache load time.
+    Extract {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        sector: SectorArgs,
+    },
+}
+
+#[derive(Subcommand)]
 enum BenchCmd {
+    /// Old path (full synthesis) vs new path (witness + PCE mat-vec) over the same circuits,
+    /// every vector compared bit for bit; exits non-zero on any mismatch.
+    Pce {
+        #[arg(long)]
+        c1: PathBuf,
+        /// Circuits to synthesise (cycling through the C1's partitions; 0 = one per partition).
+        #[arg(long, default_value_t = 0)]
+        circuits: usize,
+        /// Hold both paths' results and count mismatches per vector (peak RSS then covers both).
+        #[arg(long)]
+        compare_old: bool,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Parameter generation: cuzk's generator against bellperson's (what filecoin-proofs runs),
     /// same circuit, same machine, one run. Writes JSON with --json.
     Params {
@@ -189,7 +221,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Verify(a) => verify_cmd(a),
         Cmd::GenC1(a) => gen_c1(a).map(|_| ExitCode::SUCCESS),
         Cmd::Params(p) => params_cmd(p).map(|_| ExitCode::SUCCESS),
-        Cmd::Bench(b) => bench(b).map(|_| ExitCode::SUCCESS),
+        Cmd::Pce(p) => pce_cmd(p).map(|_| ExitCode::SUCCESS),
+        Cmd::Bench(b) => bench(b),
     }
 }
 
@@ -295,7 +328,7 @@ fn verify_cmd(a: VerifyArgs) -> Result<ExitCode> {
 
 fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
     let paths = ParamPaths::for_proof(rp)?;
-    match setup::ensure(rp, seed)? {
+    match cuzk_pce::setup::ensure(rp, seed)? {
         Ensured::Present(l) => println!(
             "parameters present: {} ({}; h {}, l {}, a {}, b_g1 {}, b_g2 {})",
             paths.params.display(),
@@ -402,12 +435,92 @@ fn params_cmd(p: ParamsCmd) -> Result<()> {
     }
 }
 
-fn bench(b: BenchCmd) -> Result<()> {
+/// What the published PCE stores for one 32 GiB partition (non-zeros), for extrapolation.
+const PUBLISHED_32GIB_NNZ: f64 = 722_388_891.0;
+
+fn pce_cmd(p: PceCmd) -> Result<()> {
+    let PceCmd::Extract { c1, sector } = p;
+    let (c1, _) = load_input(&c1, &sector)?;
+    let rp = c1.registered_proof;
+    let path = cuzk_pce::porep::cache_path(rp);
+    let id = cuzk_pce::porep::identity(rp);
+    let (pce, outcome) = cuzk_pce::cache::load_or_build(&path, &id, || cuzk_pce::porep::extract(rp))?;
+    let t = std::time::Instant::now();
+    cuzk_pce::cache::load(&path, &id).map_err(|r| anyhow::anyhow!("{}: cache just written is unusable: {r}", path.display()))?;
+    let load_s = t.elapsed().as_secs_f64();
+    match outcome {
+        cuzk_pce::cache::Outcome::Built { seconds, file_bytes, reason } => println!(
+            "extracted in {seconds:.2} s ({reason}); cache {} ({})",
+            path.display(),
+            mem::human_bytes(file_bytes)
+        ),
+        cuzk_pce::cache::Outcome::Loaded { seconds, file_bytes } => println!(
+            "loaded from cache in {seconds:.2} s: {} ({})",
+            path.display(),
+            mem::human_bytes(file_bytes)
+        ),
+    }
+    println!("cache load time: {load_s:.3} s");
+    let dens = |bits: &[u64], n: usize| 100.0 * cuzk_pce::matrix::popcount(bits) as f64 / n.max(1) as f64;
+    println!(
+        "constraints {} (incl. {} input rows), inputs {}, aux {}",
+        pce.num_constraints, pce.num_inputs, pce.num_inputs, pce.num_aux
+    );
+    for (name, m) in [("A", &pce.a), ("B", &pce.b), ("C", &pce.c)] {
+        println!("  {name}: nnz {:>10}  {:>10}  {:.2} bytes/nnz", m.nnz(), mem::human_bytes(m.bytes() as u64), m.bytes() as f64 / m.nnz().max(1) as f64);
+    }
+    println!(
+        "densities: A-aux {:.1}%, B-input {} of {}, B-aux {:.1}%; {} distinct coefficients",
+        dens(&pce.a_aux_density, pce.num_aux),
+        cuzk_pce::matrix::popcount(&pce.b_input_density),
+        pce.num_inputs,
+        dens(&pce.b_aux_density, pce.num_aux),
+        pce.coeffs.len()
+    );
+    let per = pce.bytes() as f64 / pce.nnz() as f64;
+    println!(
+        "total {} for {} non-zeros: {per:.2} bytes per non-zero (published PCE: ~38); at this rate a 32 GiB partition's {} non-zeros take {:.2} GiB (published: 25.7 GiB)",
+        mem::human_bytes(pce.bytes() as u64),
+        pce.nnz(),
+        PUBLISHED_32GIB_NNZ as u64,
+        per * PUBLISHED_32GIB_NNZ / (1u64 << 30) as f64
+    );
+    Ok(())
+}
+
+fn bench(b: BenchCmd) -> Result<ExitCode> {
     match b {
+        BenchCmd::Pce { c1, circuits, compare_old, sector, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            let tracer = StageTracer::new();
+            let r = cuzk_pce::bench::run(&c1, &id, circuits, compare_old, &tracer)?;
+            print!("{}", tracer.render());
+            println!(
+                "{} circuits of {} constraints on {} threads{}",
+                r.circuits,
+                r.constraints,
+                r.threads,
+                if compare_old { " (--compare-old: both paths' results held at once)" } else { " (old results dropped before the new path; compared by digest)" }
+            );
+            println!("  old path (full synthesis)     {:>8.3} s", r.old_seconds);
+            println!("  new path (witness + mat-vec)  {:>8.3} s  = witness {:.3} s + mat-vec {:.3} s", r.new_seconds, r.witness_seconds, r.matvec_seconds);
+            println!("  speedup                       {:>8.2}x", r.speedup);
+            let m = r.mismatches;
+            println!("  mismatches: a {} b {} c {} input {} aux {} density {}", m.a, m.b, m.c, m.input, m.aux, m.density);
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+            }
+            if m.total() != 0 {
+                eprintln!("error: the new path differs from the old path");
+                return Ok(ExitCode::from(1));
+            }
+            println!("bit-for-bit: EQUAL");
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCmd::Params { sector_size, skip_bellperson, json } => {
             let rp = proof_for(&sector_size)?;
             let scratch = tempfile::tempdir().context("scratch directory")?;
-            let t = setup::time_generators(rp, !skip_bellperson, scratch.path())?;
+            let t = cuzk_pce::setup::time_generators(rp, !skip_bellperson, scratch.path())?;
             println!("parameter generation for {:?} on {} threads (generate + write the .params file):", rp, t.threads);
             println!("  cuzk        {:>8.1} s  ({} bytes)", t.cuzk_seconds, t.cuzk_file_bytes);
             if let (Some(s), Some(bytes)) = (t.bellperson_seconds, t.bellperson_file_bytes) {
@@ -420,7 +533,7 @@ fn bench(b: BenchCmd) -> Result<()> {
             if let Some(path) = json {
                 params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &t).map_err(std::io::Error::other))?;
             }
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -7,9 +7,9 @@
 pub mod error;
 pub mod fixed_base;
 pub mod mem;
-pub mod paramgen;
 pub mod params;
 pub mod porep;
+pub mod testing;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use error::{Error, Result};

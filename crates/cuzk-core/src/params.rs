@@ -260,7 +260,6 @@ pub fn write_vk(path: &Path, vk: &VerifyingKey<Bls12>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paramgen::{generate, Secrets};
     use bellperson::{Circuit, ConstraintSystem, SynthesisError};
     use blstrs::Scalar;
     use rand::SeedableRng;
@@ -277,7 +276,7 @@ mod tests {
 
     fn small_params() -> Parameters<Bls12> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        generate(Square, &Secrets::random(&mut rng)).unwrap().0
+        bellperson::groth16::generate_random_parameters::<Bls12, _, _>(Square, &mut rng).unwrap()
     }
 
     #[test]

@@ -1,4 +1,35 @@
-//! `cuzk-pce` will own the Pre-Compiled Constraint Evaluator: a recording constraint system
-//! that extracts A, B and C as compact CSR once per circuit topology (with input/aux column
-//! tagging), density bitmaps, the parallel sparse mat-vec, the on-disk cache and the
-//! in-process shared registry. It must not know about GPUs or pipelines. No code yet.
+//! `cuzk-pce` owns the Pre-Compiled Constraint Evaluator: one recording synthesis turns a
+//! circuit into a [`PreCompiledCircuit`] — A, B and C as compact CSR (32-bit columns, interned
+//! coefficients), the counts and the density bitmaps the prover needs — so that every later
+//! proof of the same topology needs only a witness and three sparse mat-vecs instead of a full
+//! R1CS synthesis. It also owns the on-disk cache ([`cache`]), the in-process registry
+//! ([`registry`]), the reference full synthesis the results are checked against
+//! ([`reference`]) and the PoRep glue ([`porep`]). It knows nothing of GPUs or pipelines.
+
+pub mod bench;
+pub mod cache;
+pub mod matrix;
+pub mod porep;
+pub mod record;
+pub mod reference;
+pub mod paramgen;
+pub mod registry;
+pub mod setup;
+
+pub use matrix::{CsrMatrix, Evaluations, PreCompiledCircuit};
+pub use record::{extract, RecordingCs};
+
+/// Errors of the PCE crate.
+#[derive(Debug, thiserror::Error)]
+pub enum PceError {
+    #[error("synthesis failed: {0}")]
+    Synthesis(String),
+    #[error("circuit too large for the compact format: {0}")]
+    TooLarge(String),
+    #[error("witness does not fit the circuit: {0}")]
+    Witness(String),
+    #[error("{0}")]
+    Core(#[from] cuzk_core::Error),
+}
+
+pub type Result<T, E = PceError> = std::result::Result<T, E>;

@@ -1,4 +1,90 @@
-//! `cuzk-witness` will own witness-only synthesis: a bellpepper `ConstraintSystem` that
-//! records only the input and aux assignments (`enforce` and namespaces do nothing), and fast
-//! native witness paths for the hot gadgets (SHA-256, Poseidon). It must not know about
-//! constraint matrices or GPUs. No code yet: the witness issue builds it.
+//! `cuzk-witness` owns witness-only synthesis: a bellpepper `ConstraintSystem` that records
+//! only the input and aux assignments — `alloc` and `alloc_input` evaluate and store their
+//! values, `enforce` and namespaces do nothing — so a circuit's witness costs only its value
+//! computations. The matrices live in `cuzk-pce`; this crate knows nothing of them or of GPUs.
+//! (Fast native paths for the hot gadgets are the witness-speed issue's work.)
+
+use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+/// The assignments of one circuit, in allocation order. `inputs[0]` is the constant ONE.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WitnessCs {
+    pub inputs: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+}
+
+impl WitnessCs {
+    /// An empty witness holding only ONE, with room for the given counts (from the PCE).
+    pub fn with_capacity(inputs: usize, aux: usize) -> Self {
+        let mut w = WitnessCs {
+            inputs: Vec::with_capacity(inputs.max(1)),
+            aux: Vec::with_capacity(aux),
+        };
+        w.inputs.push(Scalar::ONE);
+        w
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        WitnessCs::with_capacity(1, 0)
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Runs `circuit` through a [`WitnessCs`] pre-sized for the given counts.
+pub fn witness<C: bellperson::Circuit<Scalar>>(
+    circuit: C,
+    inputs: usize,
+    aux: usize,
+) -> Result<WitnessCs, SynthesisError> {
+    let mut cs = WitnessCs::with_capacity(inputs, aux);
+    circuit.synthesize(&mut cs)?;
+    Ok(cs)
+}

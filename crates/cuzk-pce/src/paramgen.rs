@@ -1,9 +1,10 @@
 //! Fast Groth16 test-parameter generation. bellperson's generator evaluates the QAP with a
-//! full iFFT and a wNAF table per scalar; here one synthesis of the (blank) circuit records the
-//! matrices, the QAP is evaluated at tau through the domain's Lagrange basis in closed form
+//! full iFFT and a wNAF table per scalar; here the circuit's recorded matrices (its
+//! [`PreCompiledCircuit`], usually straight from the PCE cache) are evaluated at tau through
+//! the domain's Lagrange basis in closed form
 //! (`L_i(tau) = Z(tau)·ω^i / (m·(tau − ω^i))`, one batched inversion), and every SRS point is
 //! made by a multi-threaded signed-window fixed-base multiplication with batched
-//! normalisation ([`crate::fixed_base`]). For equal secrets the output equals bellperson's
+//! normalisation ([`cuzk_core::fixed_base`]). For equal secrets the output equals bellperson's
 //! `generate_parameters` point for point (tested), so the official prover accepts it.
 //! Parameters made this way are for tests only: whoever ran the generator knows tau.
 
@@ -11,15 +12,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
-use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellperson::Circuit;
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{BatchInvert, Field, PrimeField};
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-use crate::fixed_base::FixedBaseTable;
-use crate::{Error, Result};
+use cuzk_core::fixed_base::FixedBaseTable;
+
+use crate::matrix::{CsrMatrix, PreCompiledCircuit};
+use crate::{PceError, Result};
 
 /// The toxic waste of one parameter set, plus the two generators it multiplies.
 #[derive(Clone, Debug)]
@@ -49,85 +52,6 @@ impl Secrets {
     }
 }
 
-/// Column tag bit: set for input variables, clear for aux.
-const INPUT_BIT: u32 = 1 << 31;
-
-/// One recorded matrix entry: (row, tagged column, coefficient).
-type Entry = (u32, u32, Scalar);
-
-/// A constraint system that only records the three matrices (no values).
-#[derive(Default)]
-struct Recorder {
-    num_inputs: usize,
-    num_aux: usize,
-    num_constraints: usize,
-    a: Vec<Entry>,
-    b: Vec<Entry>,
-    c: Vec<Entry>,
-}
-
-fn record(lc: &LinearCombination<Scalar>, row: usize, out: &mut Vec<Entry>) {
-    for (var, coeff) in lc.iter() {
-        let col = match var.get_unchecked() {
-            Index::Input(i) => i as u32 | INPUT_BIT,
-            Index::Aux(i) => i as u32,
-        };
-        out.push((row as u32, col, *coeff));
-    }
-}
-
-impl ConstraintSystem<Scalar> for Recorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let row = self.num_constraints;
-        record(&a(LinearCombination::zero()), row, &mut self.a);
-        record(&b(LinearCombination::zero()), row, &mut self.b);
-        record(&c(LinearCombination::zero()), row, &mut self.c);
-        self.num_constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// Sizes of a generated parameter set, for reporting.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct GenReport {
@@ -146,44 +70,29 @@ pub struct GenReport {
     pub g2_s: f64,
 }
 
-/// Generates Groth16 parameters for `circuit` with the given secrets.
-pub fn generate<C: Circuit<Scalar>>(
-    circuit: C,
-    secrets: &Secrets,
-) -> Result<(Parameters<Bls12>, GenReport)> {
-    let mut rep = GenReport::default();
+/// Records `circuit` and generates Groth16 parameters for it with the given secrets.
+pub fn generate_for<C: Circuit<Scalar>>(circuit: C, secrets: &Secrets) -> Result<(Parameters<Bls12>, GenReport)> {
     let t = Instant::now();
-    let mut cs = Recorder::default();
-    cs.alloc_input(|| "", || Ok(Scalar::ONE))
-        .map_err(|e| Error::Proving(e.to_string()))?;
-    circuit
-        .synthesize(&mut cs)
-        .map_err(|e| Error::Proving(format!("synthesis for parameter generation: {e}")))?;
-    // The prover appends `input_i * 0 = 0` for every input so that the A-query of each
-    // input is linearly independent; the parameters must contain the same rows.
-    for i in 0..cs.num_inputs {
-        let row = cs.num_constraints;
-        cs.a.push((row as u32, i as u32 | INPUT_BIT, Scalar::ONE));
-        cs.num_constraints += 1;
-    }
-    rep.synthesis_s = t.elapsed().as_secs_f64();
-    rep.constraints = cs.num_constraints;
-    rep.inputs = cs.num_inputs;
-    rep.aux = cs.num_aux;
-    tracing::info!(
-        constraints = cs.num_constraints,
-        inputs = cs.num_inputs,
-        aux = cs.num_aux,
-        seconds = format!("{:.2}", rep.synthesis_s),
-        "recorded circuit"
-    );
+    let pce = crate::record::extract(circuit)?;
+    let mut rep = generate(&pce, secrets)?;
+    rep.1.synthesis_s = t.elapsed().as_secs_f64() - rep.1.evaluation_s - rep.1.g1_s - rep.1.g2_s;
+    Ok(rep)
+}
 
+/// Generates Groth16 parameters for a recorded circuit with the given secrets.
+pub fn generate(pce: &PreCompiledCircuit, secrets: &Secrets) -> Result<(Parameters<Bls12>, GenReport)> {
+    let mut rep = GenReport {
+        constraints: pce.num_constraints,
+        inputs: pce.num_inputs,
+        aux: pce.num_aux,
+        ..GenReport::default()
+    };
     let t = Instant::now();
-    let exp = cs.num_constraints.next_power_of_two().trailing_zeros();
+    let exp = pce.num_constraints.next_power_of_two().trailing_zeros();
     if exp > Scalar::S {
-        return Err(Error::Proving(format!(
+        return Err(PceError::TooLarge(format!(
             "{} constraints exceed the scalar field's 2-adicity",
-            cs.num_constraints
+            pce.num_constraints
         )));
     }
     let m = 1usize << exp;
@@ -195,30 +104,27 @@ pub fn generate<C: Circuit<Scalar>>(
     let tau = secrets.tau;
     let z_tau = tau.pow_vartime([m as u64]) - Scalar::ONE;
     let m_inv = Scalar::from(m as u64).invert().unwrap();
-    let lagrange = lagrange_at(tau, omega, z_tau * m_inv, cs.num_constraints);
+    let lagrange = lagrange_at(tau, omega, z_tau * m_inv, pce.num_constraints);
 
-    let eval = |entries: &[Entry]| -> (Vec<Scalar>, Vec<Scalar>) {
-        let mut inputs = vec![Scalar::ZERO; cs.num_inputs];
-        let mut aux = vec![Scalar::ZERO; cs.num_aux];
-        for &(row, col, coeff) in entries {
-            let v = lagrange[row as usize] * coeff;
-            if col & INPUT_BIT != 0 {
-                inputs[(col & !INPUT_BIT) as usize] += v;
-            } else {
-                aux[col as usize] += v;
+    // Column j of a matrix evaluated at tau: Σ_rows coeff · L_row(tau).
+    let eval = |m: &CsrMatrix| -> (Vec<Scalar>, Vec<Scalar>) {
+        let mut cols = vec![Scalar::ZERO; pce.num_inputs + pce.num_aux];
+        for (row, l) in lagrange.iter().enumerate() {
+            for e in m.row_ptr[row] as usize..m.row_ptr[row + 1] as usize {
+                cols[m.cols[e] as usize] += *l * pce.coeffs[m.coeff_idx[e] as usize];
             }
         }
-        (inputs, aux)
+        let aux = cols.split_off(pce.num_inputs);
+        (cols, aux)
     };
     let ((at_in, at_aux), ((bt_in, bt_aux), (ct_in, ct_aux))) =
-        rayon::join(|| eval(&cs.a), || rayon::join(|| eval(&cs.b), || eval(&cs.c)));
-    drop(cs);
+        rayon::join(|| eval(&pce.a), || rayon::join(|| eval(&pce.b), || eval(&pce.c)));
     drop(lagrange);
 
     let gamma_inv = Option::<Scalar>::from(secrets.gamma.invert())
-        .ok_or_else(|| Error::Proving("gamma is zero".into()))?;
+        .ok_or_else(|| PceError::Synthesis("gamma is zero".into()))?;
     let delta_inv = Option::<Scalar>::from(secrets.delta.invert())
-        .ok_or_else(|| Error::Proving("delta is zero".into()))?;
+        .ok_or_else(|| PceError::Synthesis("delta is zero".into()))?;
     let combine = |at: &[Scalar], bt: &[Scalar], ct: &[Scalar], inv: Scalar| -> Vec<Scalar> {
         at.par_iter()
             .zip(bt.par_iter())
@@ -229,7 +135,7 @@ pub fn generate<C: Circuit<Scalar>>(
     let ic_s = combine(&at_in, &bt_in, &ct_in, gamma_inv);
     let l_s = combine(&at_aux, &bt_aux, &ct_aux, delta_inv);
     if l_s.iter().any(|s| bool::from(s.is_zero())) {
-        return Err(Error::Proving(
+        return Err(PceError::Synthesis(
             "an aux variable is unconstrained; the circuit cannot have parameters".into(),
         ));
     }
@@ -322,62 +228,17 @@ fn lagrange_at(tau: Scalar, omega: Scalar, k: Scalar, n: usize) -> Vec<Scalar> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
+    use cuzk_core::testing::RandomCircuit;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    /// A random circuit that interleaves inputs, aux and constraints.
-    struct RandomCircuit {
-        seed: u64,
-        vars: usize,
-        constraints: usize,
-    }
-
-    impl Circuit<Scalar> for RandomCircuit {
-        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-            let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-            let mut vars = vec![CS::one()];
-            for k in 0..self.constraints {
-                if vars.len() < self.vars {
-                    let v = if rng.gen_bool(0.2) {
-                        cs.alloc_input(|| format!("in{k}"), || Ok(Scalar::from(k as u64)))?
-                    } else {
-                        cs.alloc(|| format!("aux{k}"), || Ok(Scalar::from(k as u64)))?
-                    };
-                    vars.push(v);
-                }
-                let pick = |rng: &mut ChaCha8Rng| {
-                    let mut lc = LinearCombination::zero();
-                    for _ in 0..rng.gen_range(0..4) {
-                        let v = vars[rng.gen_range(0..vars.len())];
-                        let c = match rng.gen_range(0..3) {
-                            0 => Scalar::ONE,
-                            1 => -Scalar::ONE,
-                            _ => Scalar::random(&mut *rng),
-                        };
-                        lc = lc + (c, v);
-                    }
-                    lc
-                };
-                let (a, b, c) = (pick(&mut rng), pick(&mut rng), pick(&mut rng));
-                // Make sure the newest variable is constrained.
-                let newest = *vars.last().unwrap();
-                cs.enforce(|| format!("c{k}"), |_| a + newest, |_| b, |_| c);
-            }
-            Ok(())
-        }
-    }
 
     #[test]
     fn equals_bellperson_generator_for_equal_secrets() {
         for seed in 0..4u64 {
             let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
             let s = Secrets::random(&mut rng);
-            let circuit = || RandomCircuit {
-                seed,
-                vars: 20 + 15 * seed as usize,
-                constraints: 40 + 30 * seed as usize,
-            };
-            let (ours, rep) = generate(circuit(), &s).unwrap();
+            let circuit = || RandomCircuit::new(seed, 20 + 15 * seed as usize, 40 + 30 * seed as usize);
+            let (ours, rep) = generate_for(circuit(), &s).unwrap();
             let theirs = bellperson::groth16::generate_parameters::<Bls12, _>(
                 circuit(),
                 s.g1,

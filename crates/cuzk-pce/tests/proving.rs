@@ -10,6 +10,7 @@ use cuzk_core::porep::c1::C1;
 use cuzk_core::porep::sector::SectorMeta;
 use cuzk_core::porep::verify::{verify_seal, Verdict};
 use cuzk_core::porep::{bellperson_engine, init_env, setup};
+use cuzk_pce::setup::ensure;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
@@ -22,7 +23,7 @@ fn meta() -> SectorMeta {
 fn ready() -> C1 {
     init_env().unwrap();
     let c1 = C1::load(&fixture(), None).unwrap();
-    setup::ensure(c1.registered_proof, None).unwrap();
+    ensure(c1.registered_proof, None).unwrap();
     c1
 }
 

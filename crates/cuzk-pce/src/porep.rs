@@ -1,0 +1,171 @@
+//! PCE for the PoRep circuit: the circuit identity of a registered proof (what the cache is
+//! keyed on), extraction from the blank `StackedCircuit` (all partitions share one topology),
+//! the process-wide shared copy, and the per-partition witnesses and reference syntheses of a
+//! C1 output.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use blstrs::Scalar;
+use cuzk_core::porep::c1::{prepare, C1};
+use cuzk_core::porep::sector::SectorIdentity;
+use cuzk_core::porep::{bellperson_engine, RegisteredSealProof};
+use cuzk_witness::WitnessCs;
+use filecoin_proofs::constants::DefaultPieceHasher;
+use filecoin_proofs::with_shape;
+use rayon::prelude::*;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+use crate::cache::{self, Outcome};
+use crate::matrix::PreCompiledCircuit;
+use crate::reference::{self, FullSynthesis};
+use crate::{registry, PceError, Result};
+
+/// The circuit crates whose code defines the recorded topology (checked against Cargo.lock
+/// by a test, so a dependency bump changes the identity and invalidates old caches).
+pub const CIRCUIT_CRATES: &str =
+    "storage-proofs-porep=19.1.0;storage-proofs-core=19.1.0;filecoin-proofs=19.1.0;bellperson=0.27.0;bellpepper-core=0.2.1;neptune=11.0.0";
+
+/// Everything the topology of `rp`'s circuit depends on.
+pub fn identity(rp: RegisteredSealProof) -> String {
+    let cfg = rp.as_v1_config();
+    format!(
+        "cuzk-pce-v{}|{rp:?}|sector={}|partitions={}|porep_id={}|api={:?}|features={:?}|{CIRCUIT_CRATES}",
+        cache::FORMAT_VERSION,
+        u64::from(cfg.sector_size),
+        usize::from(cfg.partitions),
+        hex::encode(cfg.porep_id),
+        cfg.api_version,
+        cfg.api_features,
+    )
+}
+
+/// The PCE cache directory: `CUZK_PCE_CACHE`, else `~/.cache/cuzk/pce`.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("CUZK_PCE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cuzk_core::params::default_cache_dir().with_file_name("pce"))
+}
+
+/// The cache file of `rp`.
+pub fn cache_path(rp: RegisteredSealProof) -> PathBuf {
+    let h = hex::encode(&cache::identity_hash(&identity(rp))[..8]);
+    cache_dir().join(format!("{rp:?}-{h}.pce"))
+}
+
+/// Records the PCE of `rp`'s partition circuit (from the blank circuit).
+pub fn extract(rp: RegisteredSealProof) -> Result<PreCompiledCircuit> {
+    with_shape!(cuzk_core::porep::sector::sector_size_of(rp), extract_shaped, rp)
+}
+
+fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof) -> Result<PreCompiledCircuit> {
+    let cfg = rp.as_v1_config();
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg).map_err(cuzk_core::Error::filecoin)?;
+    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp);
+    crate::record::extract(blank)
+}
+
+/// The process-wide PCE of `rp`: from the registry, else the disk cache, else extracted (and
+/// cached). The outcome is `None` when the registry already held it.
+pub fn shared(rp: RegisteredSealProof) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>)> {
+    let id = identity(rp);
+    let mut outcome = None;
+    let pce = registry::get_or_init(&id, || {
+        let (p, o) = cache::load_or_build(&cache_path(rp), &id, || extract(rp))?;
+        outcome = Some(o);
+        Ok(p)
+    })?;
+    Ok((pce, outcome))
+}
+
+/// The witness of every partition of a C1 (in parallel), sized from the PCE counts.
+pub fn witnesses(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, circuits: usize) -> Result<Vec<WitnessCs>> {
+    with_shape!(c1.sector_size(), witnesses_shaped, c1, id, pce, circuits)
+}
+
+fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1,
+    id: &SectorIdentity,
+    pce: &PreCompiledCircuit,
+    circuits: usize,
+) -> Result<Vec<WitnessCs>> {
+    let prepared = prepare::<Tree>(c1, id)?;
+    let list = repeat(bellperson_engine::circuits(&prepared)?, circuits);
+    list.into_par_iter()
+        .map(|c| {
+            let w = cuzk_witness::witness(c, pce.num_inputs, pce.num_aux).map_err(|e| PceError::Synthesis(e.to_string()))?;
+            if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
+                return Err(PceError::Witness(format!(
+                    "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
+                    w.inputs.len(),
+                    w.aux.len(),
+                    pce.num_inputs,
+                    pce.num_aux
+                )));
+            }
+            Ok(w)
+        })
+        .collect()
+}
+
+/// Full (old-path) synthesis of every partition circuit, in parallel as bellperson does it.
+pub fn full_syntheses(c1: &C1, id: &SectorIdentity, circuits: usize) -> Result<Vec<FullSynthesis>> {
+    with_shape!(c1.sector_size(), full_shaped, c1, id, circuits)
+}
+
+fn full_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, circuits: usize) -> Result<Vec<FullSynthesis>> {
+    let prepared = prepare::<Tree>(c1, id)?;
+    let list = repeat(bellperson_engine::circuits(&prepared)?, circuits);
+    list.into_par_iter()
+        .map(|c| reference::synthesize(c).map_err(|e| PceError::Synthesis(e.to_string())))
+        .collect()
+}
+
+/// `n` circuits cycling through the partitions (`n = 0`: one per partition).
+fn repeat<T: Clone>(v: Vec<T>, n: usize) -> Vec<T> {
+    if n == 0 {
+        return v;
+    }
+    v.iter().cycle().take(n).cloned().collect()
+}
+
+/// Mismatch counts between the new path (witness + PCE) and the old path for one circuit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Mismatches {
+    pub a: usize,
+    pub b: usize,
+    pub c: usize,
+    pub input: usize,
+    pub aux: usize,
+    pub density: usize,
+}
+
+impl Mismatches {
+    pub fn total(&self) -> usize {
+        self.a + self.b + self.c + self.input + self.aux + self.density
+    }
+}
+
+fn diff(x: &[Scalar], y: &[Scalar]) -> usize {
+    x.iter().zip(y).filter(|(a, b)| a != b).count() + x.len().abs_diff(y.len())
+}
+
+/// Compares one circuit's new-path results with its reference synthesis.
+pub fn compare(pce: &PreCompiledCircuit, w: &WitnessCs, eval: &crate::Evaluations, r: &FullSynthesis) -> Mismatches {
+    let dens = |bits: &[u64], flags: &[bool]| {
+        flags.iter().enumerate().filter(|(i, f)| crate::matrix::bit(bits, *i) != **f).count()
+            + (crate::matrix::popcount(bits) > flags.len()) as usize
+    };
+    Mismatches {
+        a: diff(&eval.a, &r.eval.a),
+        b: diff(&eval.b, &r.eval.b),
+        c: diff(&eval.c, &r.eval.c),
+        input: diff(&w.inputs, &r.inputs),
+        aux: diff(&w.aux, &r.aux),
+        density: dens(&pce.a_aux_density, &r.a_aux_density)
+            + dens(&pce.b_input_density, &r.b_input_density)
+            + dens(&pce.b_aux_density, &r.b_aux_density),
+    }
+}
