@@ -126,15 +126,6 @@ impl StageTracer {
         self.rows.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Seconds spent in the stage called `name` (summed if it ran more than once).
-    pub fn seconds(&self, name: &str) -> f64 {
-        self.rows()
-            .iter()
-            .filter(|r| r.stage == name)
-            .map(|r| r.duration_s)
-            .sum()
-    }
-
     /// A fixed-width table of the rows, one line per stage, with a final peak line.
     pub fn render(&self) -> String {
         let rows = self.rows();

@@ -160,7 +160,11 @@ pub fn check_params_file(path: &Path) -> Result<ParamsLayout> {
 /// Checks a `.vk` file's structure.
 pub fn check_vk_file(path: &Path) -> Result<usize> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let mut c = Cursor { path, bytes: &bytes, pos: 0 };
+    check_vk_bytes(path, &bytes)
+}
+
+fn check_vk_bytes(path: &Path, bytes: &[u8]) -> Result<usize> {
+    let mut c = Cursor { path, bytes, pos: 0 };
     c.take(VK_FIXED, "the verifying key")?;
     let (ic, _) = c.section("ic", G1_BYTES)?;
     if c.pos != bytes.len() {
@@ -171,8 +175,8 @@ pub fn check_vk_file(path: &Path) -> Result<usize> {
 
 /// Reads and validates a verifying key file.
 pub fn load_vk(path: &Path) -> Result<VerifyingKey<Bls12>> {
-    check_vk_file(path)?;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    check_vk_bytes(path, &bytes)?;
     VerifyingKey::read(&bytes[..]).map_err(|e| Error::params(path, format!("bad verifying key: {e}")))
 }
 

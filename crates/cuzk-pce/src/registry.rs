@@ -31,7 +31,3 @@ pub fn get_or_init(identity: &str, init: impl FnOnce() -> Result<PreCompiledCirc
     Ok(p)
 }
 
-/// Drops the registry's reference for `identity` (users keep theirs).
-pub fn evict(identity: &str) {
-    slots().lock().unwrap_or_else(|e| e.into_inner()).remove(identity);
-}
