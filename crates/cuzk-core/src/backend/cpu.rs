@@ -1,0 +1,93 @@
+//! The CPU backend: blst's single-threaded Pippenger and batched-affine sums, run over
+//! contiguous slices of bases in parallel with rayon (one slice per thread, at most 2^20
+//! points each, so the scalar bytes in flight stay small), and the rayon NTT of [`super::ntt`].
+//! Always compiled; it is the reference the CUDA backend is tested against.
+
+use blstrs::{Scalar, G1Affine, G2Affine};
+use rayon::prelude::*;
+
+use super::ntt::{self, DomainCache};
+use super::{check_lengths, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind};
+
+/// The most points one Pippenger task takes.
+const MAX_TASK: usize = 1 << 20;
+/// Indices per batched-addition task.
+const SUM_TASK: usize = 1 << 15;
+
+/// The CPU backend (uses the current rayon pool).
+#[derive(Debug, Default)]
+pub struct CpuBackend {
+    domains: DomainCache,
+}
+
+impl CpuBackend {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn msm_cpu<P: MsmPoint>(bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
+    check_lengths(bases.len(), scalars.len())?;
+    let n = bases.len();
+    if n == 0 {
+        return Ok(super::identity::<P>());
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let task = n.div_ceil(threads).clamp(1, MAX_TASK);
+    let sum = bases
+        .par_chunks(task)
+        .zip(scalars.par_chunks(task))
+        .map(|(b, s)| {
+            let mut bytes = Vec::with_capacity(s.len() * 32);
+            for x in s {
+                bytes.extend_from_slice(&x.to_bytes_le());
+            }
+            P::pippenger(b, &bytes)
+        })
+        .reduce(super::identity::<P>, |x, y| x + y);
+    Ok(sum)
+}
+
+fn sum_cpu<P: MsmPoint>(bases: &[P], indices: &[u32]) -> BackendResult<P::Curve> {
+    if let Some(&bad) = indices.iter().find(|&&i| i as usize >= bases.len()) {
+        return Err(BackendError::Input(format!("index {bad} outside {} bases", bases.len())));
+    }
+    let sum = indices
+        .par_chunks(SUM_TASK)
+        .map(|idx| {
+            let refs: Vec<*const P> = idx.iter().map(|&i| &bases[i as usize] as *const P).collect();
+            P::sum_refs(&refs)
+        })
+        .reduce(super::identity::<P>, |x, y| x + y);
+    Ok(sum)
+}
+
+impl Msm<G1Affine> for CpuBackend {
+    fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
+        msm_cpu(bases, scalars)
+    }
+    fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
+        sum_cpu(bases, indices)
+    }
+}
+
+impl Msm<G2Affine> for CpuBackend {
+    fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
+        msm_cpu(bases, scalars)
+    }
+    fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
+        sum_cpu(bases, indices)
+    }
+}
+
+impl Ntt for CpuBackend {
+    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+        ntt::transform(&self.domains, data, kind)
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+}

@@ -1,0 +1,103 @@
+//! The two groups as the MSM code sees them: [`MsmPoint`] gives G1 and G2 affine points the
+//! single-threaded blst kernels the CPU backend parallelises — Pippenger over a contiguous
+//! run of bases with 255-bit little-endian scalars, and the sum of a list of points by
+//! batched affine additions (one field inversion per batch, blst's `pXs_add`). The blstrs
+//! types are `repr(transparent)` over blst's, which is what makes the pointer casts sound.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use group::prime::PrimeCurveAffine;
+
+use super::{Backend, Msm};
+
+/// A group element type the backends can multiply in bulk.
+pub trait MsmPoint: PrimeCurveAffine<Scalar = blstrs::Scalar> + Send + Sync + 'static {
+    /// "G1" or "G2".
+    const NAME: &'static str;
+
+    /// `Σ scalars[i] · points[i]` on one thread; `scalars` holds 32 little-endian bytes per
+    /// point.
+    fn pippenger(points: &[Self], scalars: &[u8]) -> Self::Curve;
+
+    /// `Σ *points[i]` on one thread by batched affine additions.
+    fn sum_refs(points: &[*const Self]) -> Self::Curve;
+
+    /// `b`'s MSM over this group.
+    fn msm_of(b: &dyn Backend) -> &dyn Msm<Self>;
+}
+
+macro_rules! impl_point {
+    ($aff:ty, $proj:ty, $name:literal, $blst_aff:ty, $blst_proj:ty, $mult:ident, $scratch:ident, $add:ident) => {
+        impl MsmPoint for $aff {
+            const NAME: &'static str = $name;
+
+            fn pippenger(points: &[Self], scalars: &[u8]) -> $proj {
+                assert_eq!(points.len() * 32, scalars.len(), "one 32-byte scalar per point");
+                let mut out = <$proj as group::Group>::identity();
+                if points.is_empty() {
+                    return out;
+                }
+                // A pointer followed by null: blst reads the run contiguously.
+                let pts = [points.as_ptr() as *const $blst_aff, std::ptr::null()];
+                let scs = [scalars.as_ptr(), std::ptr::null()];
+                // SAFETY: the blstrs types are repr(transparent) over the blst ones; blst reads
+                // `points.len()` points and scalars from the two runs and writes `out`; the
+                // scratch has the size blst asks for (in bytes), in 8-byte limbs.
+                unsafe {
+                    let bytes = blst::$scratch(points.len());
+                    let mut scratch = vec![0u64; bytes.div_ceil(8)];
+                    blst::$mult(
+                        (&mut out as *mut $proj).cast::<$blst_proj>(),
+                        pts.as_ptr(),
+                        points.len(),
+                        scs.as_ptr(),
+                        255,
+                        scratch.as_mut_ptr() as *mut blst::limb_t,
+                    );
+                }
+                out
+            }
+
+            fn msm_of(b: &dyn Backend) -> &dyn Msm<Self> {
+                b
+            }
+
+            fn sum_refs(points: &[*const Self]) -> $proj {
+                let mut out = <$proj as group::Group>::identity();
+                if points.is_empty() {
+                    return out;
+                }
+                // SAFETY: every pointer is non-null and points at a live point (the callers
+                // take them from slices they borrow); blst copies them into its own scratch.
+                unsafe {
+                    blst::$add(
+                        (&mut out as *mut $proj).cast::<$blst_proj>(),
+                        points.as_ptr() as *const *const $blst_aff,
+                        points.len(),
+                    );
+                }
+                out
+            }
+        }
+    };
+}
+
+impl_point!(
+    G1Affine,
+    G1Projective,
+    "G1",
+    blst::blst_p1_affine,
+    blst::blst_p1,
+    blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof,
+    blst_p1s_add
+);
+impl_point!(
+    G2Affine,
+    G2Projective,
+    "G2",
+    blst::blst_p2_affine,
+    blst::blst_p2,
+    blst_p2s_mult_pippenger,
+    blst_p2s_mult_pippenger_scratch_sizeof,
+    blst_p2s_add
+);

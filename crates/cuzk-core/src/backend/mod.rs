@@ -1,0 +1,171 @@
+//! The backend seam: small traits with one job each — [`Msm`] (variable-base multi-scalar
+//! multiplication over G1 or G2, with the 0/1-scalar split) and [`Ntt`] (number-theoretic
+//! transforms over the BLS12-381 scalar field, and the quotient schedule built from them) —
+//! bundled as [`Backend`]. The CPU implementation ([`cpu::CpuBackend`]) is always compiled;
+//! `cuzk-gpu` plugs its CUDA implementation in behind the same traits, and [`conformance`]
+//! is the one test suite every implementation must pass.
+
+pub mod conformance;
+pub mod cpu;
+pub mod curve;
+pub mod ntt;
+
+use blstrs::{G1Affine, G2Affine, Scalar};
+use ff::Field;
+
+pub use curve::MsmPoint;
+
+/// Errors a backend reports; CUDA failures arrive here as values, never as aborts.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// Inputs that no backend could accept (mismatched lengths, a non-power-of-two domain).
+    #[error("invalid backend input: {0}")]
+    Input(String),
+    /// The backend is not available here (no device, or built without it).
+    #[error("backend unavailable: {0}")]
+    Unavailable(String),
+    /// The device failed while working.
+    #[error("device error: {0}")]
+    Device(String),
+}
+
+pub type BackendResult<T> = std::result::Result<T, BackendError>;
+
+/// The direction and domain of one transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NttKind {
+    /// Coefficients to evaluations on the subgroup of size n.
+    Forward,
+    /// Evaluations on the subgroup back to coefficients.
+    Inverse,
+    /// Coefficients to evaluations on the coset g·H (g = the field's multiplicative generator,
+    /// as bellperson's evaluation domain uses).
+    CosetForward,
+    /// Evaluations on the coset g·H back to coefficients.
+    CosetInverse,
+}
+
+/// The scalars of one MSM sorted by value class: most witness values are 0 or 1.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScalarSplit {
+    /// Indices whose scalar is exactly 1 (their bases are simply added).
+    pub ones: Vec<u32>,
+    /// Indices of the other non-zero scalars.
+    pub general: Vec<u32>,
+    /// Number of zero scalars (skipped).
+    pub zeros: usize,
+}
+
+impl ScalarSplit {
+    /// Classifies `scalars`.
+    pub fn of(scalars: &[Scalar]) -> Self {
+        use rayon::prelude::*;
+        const BLOCK: usize = 1 << 16;
+        let parts: Vec<ScalarSplit> = scalars
+            .par_chunks(BLOCK)
+            .enumerate()
+            .map(|(b, chunk)| {
+                let mut s = ScalarSplit::default();
+                for (k, x) in chunk.iter().enumerate() {
+                    let i = (b * BLOCK + k) as u32;
+                    if bool::from(x.is_zero()) {
+                        s.zeros += 1;
+                    } else if *x == Scalar::ONE {
+                        s.ones.push(i);
+                    } else {
+                        s.general.push(i);
+                    }
+                }
+                s
+            })
+            .collect();
+        let mut out = ScalarSplit {
+            ones: Vec::with_capacity(parts.iter().map(|p| p.ones.len()).sum()),
+            general: Vec::with_capacity(parts.iter().map(|p| p.general.len()).sum()),
+            zeros: 0,
+        };
+        for p in parts {
+            out.ones.extend_from_slice(&p.ones);
+            out.general.extend_from_slice(&p.general);
+            out.zeros += p.zeros;
+        }
+        out
+    }
+}
+
+/// Variable-base MSM over one group.
+pub trait Msm<P: MsmPoint>: Send + Sync {
+    /// `Σ scalars[i] · bases[i]`; the two slices have equal length.
+    fn msm(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve>;
+
+    /// `Σ bases[i]` over the given indices (the bitmap-selected sum for scalars equal to 1).
+    fn sum_selected(&self, bases: &[P], indices: &[u32]) -> BackendResult<P::Curve>;
+
+    /// The same value as [`Msm::msm`], computed as a sum of the bases whose scalar is 1 plus a
+    /// general MSM over the scalars that are neither 0 nor 1.
+    fn msm_split(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
+        check_lengths(bases.len(), scalars.len())?;
+        let split = ScalarSplit::of(scalars);
+        let ones = self.sum_selected(bases, &split.ones)?;
+        if split.general.is_empty() {
+            return Ok(ones);
+        }
+        let (gb, gs): (Vec<P>, Vec<Scalar>) =
+            split.general.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip();
+        Ok(ones + self.msm(&gb, &gs)?)
+    }
+}
+
+/// Transforms over the scalar field, and the Groth16 quotient built from them.
+pub trait Ntt: Send + Sync {
+    /// Transforms `data` in place; its length must be a power of two.
+    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()>;
+
+    /// The coefficients of H = (A·B − C)/Z from the evaluations a, b, c of one circuit on the
+    /// domain (each zero-padded to the domain size n, a power of two): inverse, coset forward,
+    /// pointwise (a·b − c)/(gⁿ − 1), coset inverse. Returns n − 1 coefficients (the top one is
+    /// zero for a satisfied circuit), as bellperson's prover does. Backends with device memory
+    /// override this to keep the vectors resident between steps.
+    fn quotient(&self, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
+        let n = domain_size(a.len().max(b.len()).max(c.len()))?;
+        for v in [&mut a, &mut b, &mut c] {
+            v.resize(n, Scalar::ZERO);
+        }
+        for v in [&mut a, &mut b, &mut c] {
+            self.ntt(v, NttKind::Inverse)?;
+            self.ntt(v, NttKind::CosetForward)?;
+        }
+        ntt::pointwise_quotient(&mut a, &b, &c);
+        drop((b, c));
+        self.ntt(&mut a, NttKind::CosetInverse)?;
+        a.truncate(n - 1);
+        Ok(a)
+    }
+}
+
+/// Everything the prover needs from a backend.
+pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt {
+    /// Short name for logs and reports ("cpu", "cuda").
+    fn name(&self) -> &str;
+}
+
+/// The smallest power of two holding `len` values (at least 1), or an error past 2^32.
+pub fn domain_size(len: usize) -> BackendResult<usize> {
+    let n = len.max(1).next_power_of_two();
+    if n.trailing_zeros() > ntt::MAX_LOG_N {
+        return Err(BackendError::Input(format!("domain of {len} values exceeds 2^{}", ntt::MAX_LOG_N)));
+    }
+    Ok(n)
+}
+
+pub(crate) fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
+    if bases != scalars {
+        return Err(BackendError::Input(format!("MSM over {bases} bases and {scalars} scalars")));
+    }
+    Ok(())
+}
+
+/// The identity of `P`'s group.
+pub fn identity<P: MsmPoint>() -> P::Curve {
+    <P::Curve as group::Group>::identity()
+}

@@ -1,0 +1,213 @@
+//! The CPU number-theoretic transform over the BLS12-381 scalar field: iterative radix-2
+//! (bit-reversal, then butterflies), the first stages done block by block inside the cache and
+//! the later ones split across threads within each butterfly group, all with rayon. One table
+//! of ω^j (j < n/2) per domain size serves both directions (ω^-j = −ω^(n/2−j)). Domains and
+//! the coset follow bellperson's evaluation domain exactly: ω = ROOT_OF_UNITY squared down to
+//! order n, coset generator = the field's multiplicative generator.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use super::{BackendError, BackendResult, NttKind};
+
+/// The largest supported domain, 2^S (the 2-adicity of the scalar field).
+pub const MAX_LOG_N: u32 = Scalar::S;
+
+/// Stages up to this block size run inside one block per task.
+const BLOCK_LOG: u32 = 12;
+/// Butterflies per task in the later stages.
+const SPAN: usize = 1 << 12;
+
+/// The powers of ω for one domain size.
+#[derive(Debug)]
+pub struct Domain {
+    pub log_n: u32,
+    pub omega: Scalar,
+    /// ω^j for j in 0..n/2.
+    pub twiddles: Vec<Scalar>,
+}
+
+impl Domain {
+    /// The domain of size 2^log_n.
+    pub fn new(log_n: u32) -> BackendResult<Self> {
+        if log_n > MAX_LOG_N {
+            return Err(BackendError::Input(format!("NTT of size 2^{log_n} exceeds 2^{MAX_LOG_N}")));
+        }
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in log_n..Scalar::S {
+            omega = omega.square();
+        }
+        let half = (1usize << log_n) / 2;
+        let twiddles = powers(omega, Scalar::ONE, half);
+        Ok(Domain { log_n, omega, twiddles })
+    }
+
+    pub fn size(&self) -> usize {
+        1 << self.log_n
+    }
+}
+
+/// `start · x^i` for i in 0..len, computed in parallel blocks.
+pub fn powers(x: Scalar, start: Scalar, len: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; len];
+    const B: usize = 1 << 14;
+    out.par_chunks_mut(B).enumerate().for_each(|(k, chunk)| {
+        let mut cur = start * x.pow_vartime([(k * B) as u64]);
+        for slot in chunk {
+            *slot = cur;
+            cur *= x;
+        }
+    });
+    out
+}
+
+/// Multiplies `data[i]` by `scale · x^i` in parallel.
+pub fn distribute_powers(data: &mut [Scalar], x: Scalar, scale: Scalar) {
+    const B: usize = 1 << 14;
+    data.par_chunks_mut(B).enumerate().for_each(|(k, chunk)| {
+        let mut cur = scale * x.pow_vartime([(k * B) as u64]);
+        for v in chunk {
+            *v *= cur;
+            cur *= x;
+        }
+    });
+}
+
+/// `a[i] = (a[i]·b[i] − c[i]) / (gⁿ − 1)`: the division by Z on the coset, where Z is
+/// constant.
+pub fn pointwise_quotient(a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) {
+    let n = a.len() as u64;
+    let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n]) - Scalar::ONE;
+    let zinv = z.invert().expect("gⁿ ≠ 1 for a generator of the full multiplicative group");
+    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((x, y), z)| {
+        *x = (*x * y - z) * zinv;
+    });
+}
+
+/// The domains already built, by log size.
+#[derive(Debug, Default)]
+pub struct DomainCache {
+    map: Mutex<HashMap<u32, Arc<Domain>>>,
+}
+
+impl DomainCache {
+    pub fn get(&self, log_n: u32) -> BackendResult<Arc<Domain>> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = map.get(&log_n) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Domain::new(log_n)?);
+        map.insert(log_n, d.clone());
+        Ok(d)
+    }
+}
+
+/// One transform of `data` in place with the domains of `cache`.
+pub fn transform(cache: &DomainCache, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+    let n = data.len();
+    if !n.is_power_of_two() {
+        return Err(BackendError::Input(format!("NTT length {n} is not a power of two")));
+    }
+    let log_n = n.trailing_zeros();
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let domain = cache.get(log_n)?;
+    match kind {
+        NttKind::Forward => butterflies(data, &domain, false),
+        NttKind::CosetForward => {
+            distribute_powers(data, g, Scalar::ONE);
+            butterflies(data, &domain, false);
+        }
+        NttKind::Inverse | NttKind::CosetInverse => {
+            butterflies(data, &domain, true);
+            let ninv = Scalar::from(n as u64).invert().unwrap();
+            if kind == NttKind::Inverse {
+                data.par_iter_mut().for_each(|v| *v *= ninv);
+            } else {
+                distribute_powers(data, g.invert().unwrap(), ninv);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+struct SharedPtr(*mut Scalar);
+// SAFETY: used only to swap disjoint index pairs (i, rev(i)) from different tasks.
+unsafe impl Send for SharedPtr {}
+unsafe impl Sync for SharedPtr {}
+
+fn bit_reverse(data: &mut [Scalar]) {
+    let n = data.len();
+    let log_n = n.trailing_zeros();
+    if log_n == 0 {
+        return;
+    }
+    let p = SharedPtr(data.as_mut_ptr());
+    (0..n).into_par_iter().with_min_len(1 << 12).for_each(move |i| {
+        let j = i.reverse_bits() >> (usize::BITS - log_n);
+        if i < j {
+            let p = p;
+            // SAFETY: i < j < n, and each pair {i, j} is swapped by exactly one index (the
+            // smaller), so no two tasks touch the same element.
+            unsafe { std::ptr::swap(p.0.add(i), p.0.add(j)) };
+        }
+    });
+}
+
+/// ω^(±idx) from the half table; `idx < n/2`.
+#[inline(always)]
+fn twiddle(tw: &[Scalar], idx: usize, inverse: bool) -> Scalar {
+    if !inverse || idx == 0 {
+        tw[idx]
+    } else {
+        -tw[tw.len() - idx]
+    }
+}
+
+#[inline(always)]
+fn group(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], first: usize, step: usize, inverse: bool) {
+    for (k, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let t = *v * twiddle(tw, (first + k) * step, inverse);
+        *v = *u - t;
+        *u += t;
+    }
+}
+
+/// Bit-reversal followed by all log n butterfly stages (ω or ω^-1, no scaling).
+fn butterflies(data: &mut [Scalar], d: &Domain, inverse: bool) {
+    let n = data.len();
+    if n <= 1 {
+        return;
+    }
+    bit_reverse(data);
+    let tw = &d.twiddles;
+    let blk = n.min(1 << BLOCK_LOG);
+    data.par_chunks_mut(blk).for_each(|block| {
+        let mut len = 2;
+        while len <= blk {
+            let half = len / 2;
+            let step = n / len;
+            for g in block.chunks_mut(len) {
+                let (lo, hi) = g.split_at_mut(half);
+                group(lo, hi, tw, 0, step, inverse);
+            }
+            len *= 2;
+        }
+    });
+    let mut len = blk * 2;
+    while len <= n {
+        let half = len / 2;
+        let step = n / len;
+        data.par_chunks_mut(len).for_each(|g| {
+            let (lo, hi) = g.split_at_mut(half);
+            lo.par_chunks_mut(SPAN).zip(hi.par_chunks_mut(SPAN)).enumerate().for_each(|(k, (l, h))| {
+                group(l, h, tw, k * SPAN, step, inverse);
+            });
+        });
+        len *= 2;
+    }
+}
