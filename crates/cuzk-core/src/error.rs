@@ -22,6 +22,9 @@ pub enum Error {
     /// A Groth16 parameter or verifying-key file is missing, truncated or malformed.
     #[error("{}: {reason}", path.display())]
     Params { path: PathBuf, reason: String },
+    /// Loaded parameters that do not belong to the circuit being proved.
+    #[error("Groth16 parameters: {0}")]
+    ParamLayout(String),
     /// A sector size or registered proof that cuzk does not support, or that does not match.
     #[error("sector size: {0}")]
     SectorSize(String),

@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod error;
 pub mod fixed_base;
+pub mod groth16;
 pub mod mem;
 pub mod params;
 pub mod porep;

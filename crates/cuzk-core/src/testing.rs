@@ -69,3 +69,52 @@ impl Circuit<Scalar> for RandomCircuit {
         Ok(())
     }
 }
+
+/// A random circuit whose witness satisfies every constraint (so its proofs verify): each
+/// step allocates an input or aux value, mostly bits, and either enforces booleanity
+/// (`x · (1 − x) = 0`) or a product `(Σ cᵢxᵢ) · (Σ dⱼxⱼ) = y` of random combinations of
+/// earlier variables with a new aux `y`. Inputs are interleaved with the constraints.
+#[derive(Clone, Debug)]
+pub struct SatisfiedCircuit {
+    pub seed: u64,
+    pub steps: usize,
+}
+
+impl Circuit<Scalar> for SatisfiedCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut vars = vec![(CS::one(), Scalar::ONE)];
+        for k in 0..self.steps {
+            let bit = rng.gen_bool(0.8);
+            let value = if bit { Scalar::from(rng.gen_range(0..2u64)) } else { Scalar::random(&mut rng) };
+            let v = if rng.gen_bool(0.05) {
+                cs.alloc_input(|| format!("in{k}"), || Ok(value))?
+            } else {
+                cs.alloc(|| format!("aux{k}"), || Ok(value))?
+            };
+            vars.push((v, value));
+            if bit {
+                cs.enforce(|| format!("bool{k}"), |lc| lc + v, |lc| lc + CS::one() - v, |lc| lc);
+            } else {
+                cs.enforce(|| format!("id{k}"), |lc| lc + v, |lc| lc + CS::one(), |lc| lc + v);
+            }
+            let pick = |rng: &mut ChaCha8Rng| {
+                let mut lc = LinearCombination::zero();
+                let mut val = Scalar::ZERO;
+                for _ in 0..rng.gen_range(1..4) {
+                    let (var, x) = vars[rng.gen_range(0..vars.len())];
+                    let c = if rng.gen_bool(0.5) { Scalar::ONE } else { Scalar::random(&mut *rng) };
+                    lc = lc + (c, var);
+                    val += c * x;
+                }
+                (lc, val)
+            };
+            let ((la, va), (lb, vb)) = (pick(&mut rng), pick(&mut rng));
+            let y = va * vb;
+            let yv = cs.alloc(|| format!("y{k}"), || Ok(y))?;
+            cs.enforce(|| format!("mul{k}"), |_| la, |_| lb, |lc| lc + yv);
+            vars.push((yv, y));
+        }
+        Ok(())
+    }
+}

@@ -13,6 +13,7 @@ pub mod porep;
 pub mod record;
 pub mod reference;
 pub mod paramgen;
+pub mod prove;
 pub mod registry;
 pub mod setup;
 

@@ -56,3 +56,25 @@ pub fn load(rp: RegisteredSealProof) -> Result<(Parameters<Bls12>, ParamsLayout)
     params::load_params(&paths.params)
 }
 
+
+/// The process-wide parameters of `rp`: loaded once (timed and RSS-traced as `load-params` on
+/// `tracer` when this call loads them) and shared by every later proof as an `Arc`.
+pub fn shared(rp: RegisteredSealProof, tracer: &crate::mem::StageTracer) -> Result<std::sync::Arc<Parameters<Bls12>>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Slot = Arc<Mutex<Option<Arc<Parameters<Bls12>>>>>;
+    static SLOTS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
+    let key = format!("{rp:?}");
+    let slot = {
+        let mut map = SLOTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(key).or_default().clone()
+    };
+    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = guard.as_ref() {
+        return Ok(p.clone());
+    }
+    let (p, _) = tracer.stage("load-params", || load(rp))?;
+    let p = Arc::new(p);
+    *guard = Some(p.clone());
+    Ok(p)
+}

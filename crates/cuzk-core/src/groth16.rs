@@ -1,0 +1,230 @@
+//! Groth16 assembly from evaluations: given one circuit's witness (inputs with ONE first, then
+//! aux), its constraint evaluations a, b, c and the density bitmaps, computes H through the
+//! backend's NTT schedule, the five MSMs over bellperson's base layout (h; l over every aux;
+//! a over every input and the A-dense aux; b_g1 and b_g2 over the B-dense inputs and aux),
+//! and the randomised proof with r and s. Equal r and s give the proof bellperson's
+//! `create_proof` gives, byte for byte. Most witness scalars are 0 or 1, so the aux MSMs go
+//! through [`Msm::msm_split`] unless told not to.
+
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Curve;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::backend::{Backend, Msm, MsmPoint};
+use crate::{Error, Result};
+
+/// The density bitmaps of a circuit (bit i of word i/64), as the PCE records them.
+#[derive(Clone, Copy, Debug)]
+pub struct Densities<'a> {
+    /// Aux variables that occur in A.
+    pub a_aux: &'a [u64],
+    /// Inputs that occur in B.
+    pub b_input: &'a [u64],
+    /// Aux variables that occur in B.
+    pub b_aux: &'a [u64],
+}
+
+/// One circuit's share of a proving call.
+#[derive(Debug)]
+pub struct Witness<'a> {
+    /// Input assignment, ONE first.
+    pub inputs: &'a [Scalar],
+    pub aux: &'a [Scalar],
+    /// A·w, B·w, C·w per constraint (consumed: the quotient reuses their memory).
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+}
+
+/// How the aux MSMs are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+pub enum MsmMode {
+    /// Sum of the bases whose scalar is 1, plus a general MSM over the rest.
+    #[default]
+    Split,
+    /// One general MSM over every selected scalar.
+    Plain,
+}
+
+/// Where the time of one proof went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ProveTimings {
+    pub quotient: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    pub assembly: Duration,
+}
+
+impl ProveTimings {
+    pub fn total(&self) -> Duration {
+        self.quotient + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+    }
+
+    /// (name, duration) rows in schedule order.
+    pub fn rows(&self) -> [(&'static str, Duration); 7] {
+        [
+            ("quotient (7 NTTs)", self.quotient),
+            ("msm h", self.msm_h),
+            ("msm l", self.msm_l),
+            ("msm a", self.msm_a),
+            ("msm b_g1", self.msm_b_g1),
+            ("msm b_g2", self.msm_b_g2),
+            ("assembly", self.assembly),
+        ]
+    }
+
+    pub fn add(&mut self, o: &ProveTimings) {
+        self.quotient += o.quotient;
+        self.msm_h += o.msm_h;
+        self.msm_l += o.msm_l;
+        self.msm_a += o.msm_a;
+        self.msm_b_g1 += o.msm_b_g1;
+        self.msm_b_g2 += o.msm_b_g2;
+        self.assembly += o.assembly;
+    }
+}
+
+/// Set bits in a bitmap.
+pub fn popcount(bits: &[u64]) -> usize {
+    bits.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+/// The values at the set bits of `bits` (bit i selects `values[i]`).
+pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
+    const B: usize = 1 << 14; // a multiple of 64
+    let parts: Vec<Vec<Scalar>> = values
+        .par_chunks(B)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let base = k * B;
+            chunk
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| bits.get((base + j) / 64).is_some_and(|w| w >> ((base + j) % 64) & 1 == 1))
+                .map(|(_, v)| *v)
+                .collect()
+        })
+        .collect();
+    parts.concat()
+}
+
+fn mismatch(what: &str, params: usize, circuit: usize) -> Error {
+    Error::ParamLayout(format!(
+        "the parameters do not fit this circuit: {what} has {params} points, the circuit needs {circuit}"
+    ))
+}
+
+/// Checks that `params` has the layout the circuit's counts and densities call for.
+pub fn check_layout(params: &Parameters<Bls12>, num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -> Result<()> {
+    let (bi, ba, aa) = (popcount(d.b_input), popcount(d.b_aux), popcount(d.a_aux));
+    let checks = [
+        ("the verifying key's ic", params.vk.ic.len(), num_inputs),
+        ("h", params.h.len(), domain - 1),
+        ("l", params.l.len(), num_aux),
+        ("a", params.a.len(), num_inputs + aa),
+        ("b_g1", params.b_g1.len(), bi + ba),
+        ("b_g2", params.b_g2.len(), bi + ba),
+    ];
+    for (what, have, need) in checks {
+        if have != need {
+            return Err(mismatch(what, have, need));
+        }
+    }
+    if bool::from(params.vk.delta_g1.is_identity() | params.vk.delta_g2.is_identity()) {
+        return Err(Error::ParamLayout("the verifying key's delta is the point at infinity (subverted parameters)".into()));
+    }
+    Ok(())
+}
+
+fn backend_err(e: crate::backend::BackendError) -> Error {
+    Error::Proving(e.to_string())
+}
+
+fn msm<P: MsmPoint>(b: &dyn Backend, bases: &[P], scalars: &[Scalar], mode: MsmMode) -> Result<P::Curve> {
+    let m = P::msm_of(b);
+    match mode {
+        MsmMode::Split => m.msm_split(bases, scalars),
+        MsmMode::Plain => m.msm(bases, scalars),
+    }
+    .map_err(backend_err)
+}
+
+fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let t = Instant::now();
+    let r = f();
+    *slot += t.elapsed();
+    r
+}
+
+/// Proves one circuit with the given r and s.
+pub fn prove(
+    backend: &dyn Backend,
+    params: &Parameters<Bls12>,
+    d: &Densities,
+    w: Witness,
+    r: Scalar,
+    s: Scalar,
+    mode: MsmMode,
+) -> Result<(Proof<Bls12>, ProveTimings)> {
+    let mut t = ProveTimings::default();
+    let (ni, na) = (w.inputs.len(), w.aux.len());
+    let rows = w.a.len();
+    if w.b.len() != rows || w.c.len() != rows {
+        return Err(Error::Invalid(format!("evaluations of unequal length: {}, {}, {}", rows, w.b.len(), w.c.len())));
+    }
+    let domain = crate::backend::domain_size(rows).map_err(backend_err)?;
+    check_layout(params, ni, na, domain, d)?;
+    if ni == 0 || w.inputs[0] != Scalar::ONE {
+        return Err(Error::Invalid("the first input must be ONE".into()));
+    }
+
+    let h = timed(&mut t.quotient, || backend.quotient(w.a, w.b, w.c).map_err(backend_err))?;
+    let h_acc = timed(&mut t.msm_h, || Msm::<G1Affine>::msm(backend, &params.h, &h).map_err(backend_err))?;
+    drop(h);
+    let l_acc = timed(&mut t.msm_l, || msm::<G1Affine>(backend, &params.l, w.aux, mode))?;
+
+    let aa = popcount(d.a_aux);
+    let a_acc = timed(&mut t.msm_a, || {
+        let a_in = Msm::<G1Affine>::msm(backend, &params.a[..ni], w.inputs).map_err(backend_err)?;
+        let sel = select(w.aux, d.a_aux);
+        debug_assert_eq!(sel.len(), aa);
+        Ok(a_in + msm::<G1Affine>(backend, &params.a[ni..], &sel, mode)?)
+    })?;
+
+    let bi = popcount(d.b_input);
+    let b_in = select(w.inputs, d.b_input);
+    let b_aux = select(w.aux, d.b_aux);
+    let b1_acc = timed(&mut t.msm_b_g1, || {
+        Ok(Msm::<G1Affine>::msm(backend, &params.b_g1[..bi], &b_in).map_err(backend_err)?
+            + msm::<G1Affine>(backend, &params.b_g1[bi..], &b_aux, mode)?)
+    })?;
+    let b2_acc = timed(&mut t.msm_b_g2, || {
+        Ok(Msm::<G2Affine>::msm(backend, &params.b_g2[..bi], &b_in).map_err(backend_err)?
+            + msm::<G2Affine>(backend, &params.b_g2[bi..], &b_aux, mode)?)
+    })?;
+
+    let start = Instant::now();
+    let vk = &params.vk;
+    let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_acc;
+    let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b2_acc;
+    let g_c: G1Projective =
+        a_acc * s + b1_acc * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + h_acc + l_acc;
+    let proof = Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() };
+    t.assembly = start.elapsed();
+    Ok((proof, t))
+}
+
+/// Fresh r and s for each of `n` proofs.
+pub fn random_rs(n: usize) -> Vec<(Scalar, Scalar)> {
+    let mut rng = rand::rngs::OsRng;
+    (0..n).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+}

@@ -1,0 +1,129 @@
+//! The new path, one partition after another: witness-only synthesis, the PCE's three
+//! mat-vecs, and cuzk-core's Groth16 assembly on a backend — with per-stage times and RSS on
+//! the tracer, and the proof bytes laid out as `seal_commit_phase2` returns them. (The
+//! pipeline crate overlaps these stages across partitions and proofs; this is the plain
+//! sequence it is checked against.)
+
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{Parameters, Proof};
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use cuzk_core::backend::Backend;
+use cuzk_core::groth16::{self, Densities, MsmMode, ProveTimings, Witness};
+use cuzk_core::mem::StageTracer;
+use cuzk_core::porep::bellperson_engine::{circuits, PARTITION_PROOF_BYTES};
+use cuzk_core::porep::c1::{prepare, C1};
+use cuzk_core::porep::sector::SectorIdentity;
+use filecoin_proofs::with_shape;
+use serde::Serialize;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+
+use crate::matrix::PreCompiledCircuit;
+use crate::{PceError, Result};
+
+/// How to prove.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub mode: MsmMode,
+    /// Fixed (r, s) per partition (for reproducible proofs); `None` draws fresh ones.
+    pub randomness: Option<Vec<(Scalar, Scalar)>>,
+}
+
+/// Where the time of the new path went, summed over partitions.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timings {
+    pub witness: Duration,
+    pub matvec: Duration,
+    pub prover: ProveTimings,
+}
+
+impl Timings {
+    pub fn total(&self) -> Duration {
+        self.witness + self.matvec + self.prover.total()
+    }
+}
+
+/// The densities of a PCE in the prover's form.
+pub fn densities(pce: &PreCompiledCircuit) -> Densities<'_> {
+    Densities { a_aux: &pce.a_aux_density, b_input: &pce.b_input_density, b_aux: &pce.b_aux_density }
+}
+
+/// Witness, mat-vec and proof of one circuit of `pce`'s topology.
+#[allow(clippy::too_many_arguments)]
+pub fn prove_circuit<C: Circuit<Scalar>>(
+    backend: &dyn Backend,
+    pce: &PreCompiledCircuit,
+    params: &Parameters<Bls12>,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+    mode: MsmMode,
+    tracer: &StageTracer,
+    times: &mut Timings,
+) -> Result<Proof<Bls12>> {
+    let t = Instant::now();
+    let w = tracer.stage("witness", || cuzk_witness::witness(circuit, pce.num_inputs, pce.num_aux))
+        .map_err(|e| PceError::Synthesis(e.to_string()))?;
+    times.witness += t.elapsed();
+    if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
+        return Err(PceError::Witness(format!(
+            "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
+            w.inputs.len(),
+            w.aux.len(),
+            pce.num_inputs,
+            pce.num_aux
+        )));
+    }
+    let t = Instant::now();
+    let eval = tracer.stage("mat-vec", || pce.evaluate(&w.inputs, &w.aux))?;
+    times.matvec += t.elapsed();
+    let witness = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
+    let (proof, pt) = tracer
+        .stage("prove", || groth16::prove(backend, params, &densities(pce), witness, r, s, mode))?;
+    times.prover.add(&pt);
+    Ok(proof)
+}
+
+/// Proves every partition of a C1 on the new path; returns the seal proof bytes (not yet
+/// verified: the caller runs `verify_seal`).
+pub fn prove_c1(
+    backend: &dyn Backend,
+    pce: &PreCompiledCircuit,
+    params: &Parameters<Bls12>,
+    c1: &C1,
+    id: &SectorIdentity,
+    opts: &Options,
+    tracer: &StageTracer,
+) -> Result<(Vec<u8>, Timings)> {
+    with_shape!(c1.sector_size(), prove_shaped, backend, pce, params, c1, id, opts, tracer)
+}
+
+fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
+    backend: &dyn Backend,
+    pce: &PreCompiledCircuit,
+    params: &Parameters<Bls12>,
+    c1: &C1,
+    id: &SectorIdentity,
+    opts: &Options,
+    tracer: &StageTracer,
+) -> Result<(Vec<u8>, Timings)> {
+    let prepared = tracer.stage("check-c1", || prepare::<Tree>(c1, id))?;
+    let list = tracer.stage("build-circuits", || circuits(&prepared))?;
+    drop(prepared);
+    let rs = match &opts.randomness {
+        Some(v) if v.len() != list.len() => {
+            return Err(PceError::Witness(format!("{} (r, s) pairs for {} partitions", v.len(), list.len())))
+        }
+        Some(v) => v.clone(),
+        None => groth16::random_rs(list.len()),
+    };
+    let mut times = Timings::default();
+    let mut out = Vec::with_capacity(list.len() * PARTITION_PROOF_BYTES);
+    for (k, (circuit, (r, s))) in list.into_iter().zip(rs).enumerate() {
+        tracing::info!(partition = k, "proving partition on the {} backend", backend.name());
+        let proof = prove_circuit(backend, pce, params, circuit, r, s, opts.mode, tracer, &mut times)?;
+        proof.write(&mut out).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
+    }
+    Ok((out, times))
+}

@@ -1,0 +1,100 @@
+//! cuzk's own Groth16 prover (witness + PCE + CPU backend) against bellperson's
+//! `create_proof` on small circuits: equal r and s give byte-identical proofs, in both MSM
+//! modes; the proofs verify with bellperson's verifier; parameters of another circuit are
+//! refused with a typed error.
+
+use bellperson::groth16::{self, Parameters, Proof};
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::groth16::MsmMode;
+use cuzk_core::mem::StageTracer;
+use cuzk_core::testing::{RandomCircuit, SatisfiedCircuit};
+use cuzk_pce::paramgen::{generate_for, Secrets};
+use cuzk_pce::prove::{prove_circuit, Timings};
+use cuzk_pce::{extract, PceError};
+use ff::Field;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+fn bytes(p: &Proof<Bls12>) -> Vec<u8> {
+    let mut v = Vec::new();
+    p.write(&mut v).unwrap();
+    v
+}
+
+fn params_for<C: Circuit<Scalar>>(c: C, seed: u64) -> Parameters<Bls12> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    generate_for(c, &Secrets::random(&mut rng)).unwrap().0
+}
+
+fn public_inputs<C: Circuit<Scalar> + Clone>(c: &C) -> Vec<Scalar> {
+    let pce = extract(c.clone()).unwrap();
+    let w = cuzk_witness::witness(c.clone(), pce.num_inputs, pce.num_aux).unwrap();
+    w.inputs[1..].to_vec()
+}
+
+#[test]
+fn proofs_equal_bellpersons_for_equal_r_and_s() {
+    let cpu = CpuBackend::new();
+    let tracer = StageTracer::new();
+    for seed in 0..6u64 {
+        let circuit = RandomCircuit::new(seed, 300 + 40 * seed as usize, 500 + 100 * seed as usize);
+        let params = params_for(circuit.clone(), seed + 100);
+        let pce = extract(circuit.clone()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed + 7);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
+        for mode in [MsmMode::Split, MsmMode::Plain] {
+            let mut t = Timings::default();
+            let got = prove_circuit(&cpu, &pce, &params, circuit.clone(), r, s, mode, &tracer, &mut t).unwrap();
+            assert_eq!(bytes(&got), bytes(&want), "seed {seed}, {mode:?}: proof differs from bellperson's");
+        }
+    }
+}
+
+#[test]
+fn proofs_of_satisfied_circuits_verify_and_match_bellperson() {
+    let cpu = CpuBackend::new();
+    let tracer = StageTracer::new();
+    for seed in 0..4u64 {
+        let circuit = SatisfiedCircuit { seed, steps: 400 + 300 * seed as usize };
+        let params = params_for(circuit.clone(), seed + 50);
+        let pce = extract(circuit.clone()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed + 9);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let mut t = Timings::default();
+        let got = prove_circuit(&cpu, &pce, &params, circuit.clone(), r, s, MsmMode::Split, &tracer, &mut t).unwrap();
+        let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
+        assert_eq!(bytes(&got), bytes(&want), "seed {seed}: proof differs from bellperson's");
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        let inputs = public_inputs(&circuit);
+        assert!(groth16::verify_proof(&pvk, &got, &inputs).unwrap(), "seed {seed}: proof rejected");
+        let mut wrong = inputs.clone();
+        if let Some(x) = wrong.first_mut() {
+            *x += Scalar::ONE;
+            assert!(!groth16::verify_proof(&pvk, &got, &wrong).unwrap(), "seed {seed}: accepted for other inputs");
+        }
+        // A different r gives a different, still valid proof.
+        let other = prove_circuit(&cpu, &pce, &params, circuit.clone(), r + Scalar::ONE, s, MsmMode::Split, &tracer, &mut t).unwrap();
+        assert_ne!(bytes(&other), bytes(&got));
+        assert!(groth16::verify_proof(&pvk, &other, &inputs).unwrap());
+    }
+}
+
+#[test]
+fn parameters_of_another_circuit_are_refused() {
+    let cpu = CpuBackend::new();
+    let a = RandomCircuit::new(1, 200, 300);
+    let b = RandomCircuit::new(2, 250, 700);
+    let params_b = params_for(b, 5);
+    let pce = extract(a.clone()).unwrap();
+    let mut t = Timings::default();
+    let err = prove_circuit(&cpu, &pce, &params_b, a, Scalar::ONE, Scalar::ONE, MsmMode::Split, &StageTracer::new(), &mut t)
+        .unwrap_err();
+    assert!(
+        matches!(err, PceError::Core(cuzk_core::Error::ParamLayout(_))),
+        "expected a parameter-layout error, got {err}"
+    );
+    assert!(err.to_string().contains("do not fit this circuit"), "{err}");
+}
