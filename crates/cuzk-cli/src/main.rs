@@ -63,10 +63,34 @@ struct SectorArgs {
     sector_size: Option<String>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Engine {
-    /// bellperson's synthesis and prover on the real StackedCircuit (the reference path).
+    /// The new path: witness-only synthesis, the cached PCE matrices, cuzk's Groth16 prover.
+    Pce,
+    /// bellperson's synthesis and prover on the real StackedCircuit (the old, reference path).
     Bellperson,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    /// rayon + blst on this machine's cores.
+    Cpu,
+}
+
+#[derive(Args)]
+struct EngineArgs {
+    /// Which prover to run.
+    #[arg(long, value_enum, default_value = "pce")]
+    engine: Engine,
+    /// Where the new path's MSMs and NTTs run.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendArg,
+}
+
+fn make_backend(b: BackendArg) -> Box<dyn cuzk_core::backend::Backend> {
+    match b {
+        BackendArg::Cpu => Box::new(cuzk_core::backend::cpu::CpuBackend::new()),
+    }
 }
 
 #[derive(Args)]
@@ -79,9 +103,8 @@ struct ProveArgs {
     out: PathBuf,
     #[command(flatten)]
     sector: SectorArgs,
-    /// Which prover to run.
-    #[arg(long, value_enum, default_value = "bellperson")]
-    engine: Engine,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Skip verifying the proof before writing it.
     #[arg(long)]
     no_verify: bool,
@@ -112,6 +135,8 @@ struct DemoArgs {
     /// Write the stage trace as JSON to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 #[derive(Args)]
@@ -179,6 +204,47 @@ enum BenchCmd {
         compare_old: bool,
         #[command(flatten)]
         sector: SectorArgs,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// End to end, old path (bellperson) then new path (witness + PCE + cuzk prover) over the
+    /// same C1 with the same loaded parameters; both proofs verified; times per stage and the
+    /// ratio. Writes JSON with --json.
+    Prove {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendArg,
+        /// Run only the new path.
+        #[arg(long)]
+        skip_old: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// The 0/1 split (sum of the bases with scalar 1 + a general MSM over the rest) against the
+    /// plain MSM, on the aux scalars of the C1's first partition (L, A, B in G1 and G2); each
+    /// pair of results compared. Writes JSON with --json.
+    MsmSplit {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendArg,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// MSM (G1, and G2 at a quarter of the size) and NTT times of a backend from 2^MIN-LOG to
+    /// 2^MAX-LOG points, on synthetic inputs.
+    Backend {
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendArg,
+        #[arg(long, default_value_t = 16)]
+        min_log: u32,
+        #[arg(long, default_value_t = 20)]
+        max_log: u32,
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -273,18 +339,37 @@ struct Proved {
     proof: Vec<u8>,
     tracer: StageTracer,
     verified: bool,
+    breakdown: Option<cuzk_pce::prove::Timings>,
 }
 
-fn prove_with(c1: &C1, identity: &SectorIdentity, verify_first: bool) -> Result<Proved> {
+fn prove_with(c1: &C1, identity: &SectorIdentity, engine: &EngineArgs, verify_first: bool) -> Result<Proved> {
     let tracer = StageTracer::new();
-    let (params, layout) = tracer.stage("load-params", || setup::load(c1.registered_proof))?;
-    tracing::info!(h = layout.h, l = layout.l, a = layout.a, b_g1 = layout.b_g1, b_g2 = layout.b_g2, "parameters loaded");
-    let proof = bellperson_engine::prove(c1, identity, &params, &tracer)?;
+    let params = setup::shared(c1.registered_proof, &tracer)?;
+    tracing::info!(h = params.h.len(), l = params.l.len(), a = params.a.len(), b_g1 = params.b_g1.len(), b_g2 = params.b_g2.len(), "parameters loaded");
+    let (proof, breakdown) = match engine.engine {
+        Engine::Bellperson => (bellperson_engine::prove(c1, identity, &params, &tracer)?, None),
+        Engine::Pce => {
+            let backend = make_backend(engine.backend);
+            let (pce, _) = tracer.stage("pce-load", || cuzk_pce::porep::shared(c1.registered_proof))?;
+            let (proof, times) =
+                cuzk_pce::prove::prove_c1(backend.as_ref(), &pce, &params, c1, identity, &Default::default(), &tracer)?;
+            (proof, Some(times))
+        }
+    };
     drop(params);
     if verify_first {
         tracer.stage("verify", || verify::ensure_valid(c1, identity, &proof))?;
     }
-    Ok(Proved { proof, tracer, verified: verify_first })
+    Ok(Proved { proof, tracer, verified: verify_first, breakdown })
+}
+
+fn render_breakdown(t: &cuzk_pce::prove::Timings) -> String {
+    let mut out = format!("new-path breakdown: witness {:.3} s, mat-vec {:.3} s", t.witness.as_secs_f64(), t.matvec.as_secs_f64());
+    for (name, d) in t.prover.rows() {
+        out.push_str(&format!(", {name} {:.3} s", d.as_secs_f64()));
+    }
+    out.push('\n');
+    out
 }
 
 fn write_trace(path: &Path, tracer: &StageTracer) -> Result<()> {
@@ -295,10 +380,12 @@ fn write_trace(path: &Path, tracer: &StageTracer) -> Result<()> {
 
 fn prove(a: ProveArgs) -> Result<()> {
     let (c1, identity) = load_input(&a.c1, &a.sector)?;
-    let Engine::Bellperson = a.engine;
-    let p = prove_with(&c1, &identity, !a.no_verify)?;
+    let p = prove_with(&c1, &identity, &a.engine, !a.no_verify)?;
     params::write_atomically(&a.out, |w| w.write_all(&p.proof))?;
     print!("{}", p.tracer.render());
+    if let Some(t) = &p.breakdown {
+        print!("{}", render_breakdown(t));
+    }
     if let Some(t) = &a.trace {
         write_trace(t, &p.tracer)?;
     }
@@ -374,10 +461,19 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
     );
     println!("step 1/2: Groth16 parameters (generated on first run, then reused)");
     ensure_params(c1.registered_proof, None)?;
-    println!("step 2/2: prove (bellperson engine) and verify with verify_seal");
-    let p = prove_with(&c1, &identity, true)?;
+    println!(
+        "step 2/2: prove ({}) and verify with verify_seal",
+        match a.engine.engine {
+            Engine::Pce => "new path: witness + PCE + cuzk prover on the CPU backend",
+            Engine::Bellperson => "old path: bellperson",
+        }
+    );
+    let p = prove_with(&c1, &identity, &a.engine, true)?;
     println!("proof ({} bytes): {}", p.proof.len(), hex::encode(&p.proof));
     print!("{}", p.tracer.render());
+    if let Some(t) = &p.breakdown {
+        print!("{}", render_breakdown(t));
+    }
     println!("verify_seal: VALID");
     if let Some(out) = &a.out {
         params::write_atomically(out, |w| w.write_all(&p.proof))?;
@@ -515,6 +611,71 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             println!("bit-for-bit: EQUAL");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Prove { c1, sector, backend, skip_old, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            let tracer = StageTracer::new();
+            let t = std::time::Instant::now();
+            let params = setup::shared(c1.registered_proof, &tracer)?;
+            let load_s = t.elapsed().as_secs_f64();
+            let backend = make_backend(backend);
+            let r = cuzk_pce::bench_prove::run_prove(backend.as_ref(), &params, load_s, &c1, &id, skip_old, &tracer)?;
+            print!("{}", tracer.render());
+            println!(
+                "{} partition(s) of {} constraints, {} threads, backend {}; parameters loaded once ({:.2} s), PCE loaded once ({:.2} s), both excluded from the ratio",
+                r.partitions, r.constraints, r.threads, r.backend, r.params_load_s, r.pce_load_s
+            );
+            if let Some(o) = &r.old {
+                println!("  old path  prove {:>8.3} s  verify {:.3} s   (bellperson synthesis + prover)", o.prove_s, o.verify_s);
+            }
+            let n = &r.new;
+            println!("  new path  prove {:>8.3} s  verify {:.3} s", n.prove_s, n.verify_s);
+            println!("    witness            {:>8.3} s", n.witness_s);
+            println!("    mat-vec            {:>8.3} s", n.matvec_s);
+            for (name, d) in n.prover.rows() {
+                println!("    {name:<18} {:>8.3} s", d.as_secs_f64());
+            }
+            if let Some(x) = r.ratio {
+                println!("  ratio old/new (prove + verify): {x:.2}x");
+            }
+            println!("both proofs verified with verify_seal");
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Backend { backend, min_log, max_log, json } => {
+            if min_log > max_log || max_log > 28 {
+                bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");
+            }
+            let backend = make_backend(backend);
+            let rows = cuzk_core::backend::scaling(backend.as_ref(), min_log, max_log)?;
+            println!("backend {} on {} threads", backend.name(), rayon_threads());
+            for r in &rows {
+                println!("  {:<14} 2^{:<3} {:>10.4} s", r.op, r.log_n, r.seconds);
+            }
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::MsmSplit { c1, sector, backend, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            let params = setup::shared(c1.registered_proof, &StageTracer::new())?;
+            let backend = make_backend(backend);
+            let rows = cuzk_pce::bench_prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
+            println!("{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}", "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup");
+            for r in &rows {
+                println!(
+                    "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9.3} {:>9.3} {:>7.2}x",
+                    r.msm, r.scalars, r.zeros, r.ones, r.general, r.plain_s, r.split_s, r.speedup
+                );
+            }
+            println!("every split result equals its plain result ({} threads, backend {})", rayon_threads(), backend.name());
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::Params { sector_size, skip_bellperson, json } => {

@@ -117,7 +117,9 @@ impl PreCompiledCircuit {
 
     fn mat_vec(&self, m: &CsrMatrix, inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
         let n_in = self.num_inputs;
-        let mut out = vec![Scalar::ZERO; m.rows()];
+        // Room for the prover's zero padding to the NTT domain, so it never reallocates.
+        let mut out = Vec::with_capacity(m.rows().max(1).next_power_of_two());
+        out.resize(m.rows(), Scalar::ZERO);
         out.par_chunks_mut(ROW_BLOCK).enumerate().for_each(|(blk, chunk)| {
             let first = blk * ROW_BLOCK;
             for (k, slot) in chunk.iter_mut().enumerate() {

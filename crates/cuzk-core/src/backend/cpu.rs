@@ -1,6 +1,7 @@
-//! The CPU backend: blst's single-threaded Pippenger and batched-affine sums, run over
-//! contiguous slices of bases in parallel with rayon (one slice per thread, at most 2^20
-//! points each, so the scalar bytes in flight stay small), and the rayon NTT of [`super::ntt`].
+//! The CPU backend: blst's single-threaded Pippenger over contiguous slices of bases in
+//! parallel with rayon (one slice per thread, at most 2^20 points each, so the scalar bytes in
+//! flight stay small); bitmap sums by blst's batched affine additions over index slices; the
+//! rayon NTT of [`super::ntt`].
 //! Always compiled; it is the reference the CUDA backend is tested against.
 
 use blstrs::{Scalar, G1Affine, G2Affine};
@@ -83,6 +84,10 @@ impl Msm<G2Affine> for CpuBackend {
 impl Ntt for CpuBackend {
     fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
         ntt::transform(&self.domains, data, kind)
+    }
+
+    fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
+        ntt::quotient(&self.domains, a, b, c)
     }
 }
 

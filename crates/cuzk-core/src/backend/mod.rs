@@ -169,3 +169,68 @@ pub(crate) fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
 pub fn identity<P: MsmPoint>() -> P::Curve {
     <P::Curve as group::Group>::identity()
 }
+
+/// One row of a backend scaling run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ScalingRow {
+    pub op: String,
+    pub log_n: u32,
+    pub seconds: f64,
+}
+
+/// Times G1 MSM (random scalars), G2 MSM (at 1/4 size) and forward / coset NTT for sizes
+/// 2^min_log ..= 2^max_log. Bases are made by repeated addition (cheap), not sampled.
+pub fn scaling(backend: &dyn Backend, min_log: u32, max_log: u32) -> BackendResult<Vec<ScalingRow>> {
+    use group::prime::PrimeCurveAffine;
+    use group::{Curve, Group};
+    use rayon::prelude::*;
+    use std::time::Instant;
+    let max = 1usize << max_log;
+    let chain = |g: blstrs::G1Projective, n: usize| -> Vec<G1Affine> {
+        let parts: Vec<Vec<G1Affine>> = (0..n.div_ceil(1 << 14))
+            .into_par_iter()
+            .map(|k| {
+                let mut p = g * Scalar::from(k as u64 + 1);
+                let mut proj = Vec::with_capacity(1 << 14);
+                for _ in 0..(1 << 14).min(n - k * (1 << 14)) {
+                    p += g;
+                    proj.push(p);
+                }
+                let mut aff = vec![G1Affine::identity(); proj.len()];
+                blstrs::G1Projective::batch_normalize(&proj, &mut aff);
+                aff
+            })
+            .collect();
+        parts.concat()
+    };
+    let g1 = chain(blstrs::G1Projective::generator() * Scalar::from(7u64), max);
+    let g2: Vec<G2Affine> = {
+        let g = blstrs::G2Projective::generator();
+        let n = (max / 4).max(1);
+        (0..n).into_par_iter().map(|i| (g * Scalar::from(i as u64 + 3)).to_affine()).collect()
+    };
+    let scalars: Vec<Scalar> = (0..max as u64)
+        .into_par_iter()
+        .map(|i| Scalar::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).pow_vartime([0x1234_5678_9abc_def1]))
+        .collect();
+    let mut rows = Vec::new();
+    for log_n in min_log..=max_log {
+        let n = 1usize << log_n;
+        let t = Instant::now();
+        Msm::<G1Affine>::msm(backend, &g1[..n], &scalars[..n])?;
+        rows.push(ScalingRow { op: "msm g1".into(), log_n, seconds: t.elapsed().as_secs_f64() });
+        let m = (n / 4).max(1);
+        let t = Instant::now();
+        Msm::<G2Affine>::msm(backend, &g2[..m], &scalars[..m])?;
+        rows.push(ScalingRow { op: "msm g2 (n/4)".into(), log_n, seconds: t.elapsed().as_secs_f64() });
+        let mut v = scalars[..n].to_vec();
+        let t = Instant::now();
+        backend.ntt(&mut v, NttKind::Forward)?;
+        rows.push(ScalingRow { op: "ntt".into(), log_n, seconds: t.elapsed().as_secs_f64() });
+        let t = Instant::now();
+        backend.ntt(&mut v, NttKind::CosetInverse)?;
+        rows.push(ScalingRow { op: "coset intt".into(), log_n, seconds: t.elapsed().as_secs_f64() });
+        tracing::info!(log_n, "scaling step done");
+    }
+    Ok(rows)
+}
