@@ -72,7 +72,7 @@ impl ProveTimings {
     /// (name, duration) rows in schedule order.
     pub fn rows(&self) -> [(&'static str, Duration); 7] {
         [
-            ("quotient (7 NTTs)", self.quotient),
+            ("quotient (NTTs)", self.quotient),
             ("msm h", self.msm_h),
             ("msm l", self.msm_l),
             ("msm a", self.msm_a),

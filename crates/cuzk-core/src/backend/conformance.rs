@@ -53,7 +53,11 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
     case("msm g1 bit-heavy split", &mut || split_bit_heavy::<G1Affine>(backend, &mut rng, 5000));
     case("ntt vs naive dft", &mut || ntt_vs_naive(backend, &mut rng));
     case("ntt round trips", &mut || ntt_round_trips(backend, &mut rng, if scale == Scale::Full { 20 } else { 16 }));
-    case("ntt spot evaluations", &mut || ntt_spot_checks(backend, &mut rng, if scale == Scale::Full { 20 } else { 15 }));
+    // Sizes on both sides of the CPU NTT's block size (2^14) and its radix-4 passes.
+    case("ntt spot evaluations", &mut || {
+        let sizes: &[u32] = if scale == Scale::Full { &[15, 16, 17, 18, 19, 20, 21] } else { &[14, 15, 16, 17, 18] };
+        sizes.iter().try_for_each(|&l| ntt_spot_checks(backend, &mut rng, l))
+    });
     case("quotient identity", &mut || quotient_identity(backend, &mut rng));
     case("quotient vs bellperson domain", &mut || quotient_vs_bellperson(backend, &mut rng));
     case("bad inputs rejected", &mut || bad_inputs(backend));
@@ -308,7 +312,13 @@ fn quotient_identity(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String
 fn quotient_vs_bellperson(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String> {
     // An unsatisfied system: H is then not a polynomial quotient, so only the exact same
     // schedule (domain, coset, order of steps) reproduces bellperson's vector.
-    let len = 3000;
+    for len in [3000, 140_000] {
+        quotient_vs_bellperson_at(b, rng, len)?;
+    }
+    Ok(())
+}
+
+fn quotient_vs_bellperson_at(b: &dyn Backend, rng: &mut ChaCha8Rng, len: usize) -> Result<(), String> {
     let [a, bb, c] = [(); 3].map(|_| edge_scalars(rng, len));
     let got = b.quotient(a.clone(), bb.clone(), c.clone()).map_err(|e| e.to_string())?;
     let worker = Worker::new();
@@ -325,7 +335,7 @@ fn quotient_vs_bellperson(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), S
     let mut want = da.into_coeffs();
     want.pop();
     if got != want {
-        return Err("quotient differs from bellperson's evaluation-domain schedule".into());
+        return Err(format!("quotient of {len} values differs from bellperson's evaluation-domain schedule"));
     }
     Ok(())
 }

@@ -31,6 +31,9 @@ pub struct Domain {
     pub omega: Scalar,
     /// ω^j for j in 0..n/2.
     pub twiddles: Vec<Scalar>,
+    /// Contiguous twiddles of the in-block stages: `[L/2 + j] = ω_L^j` for each stage length
+    /// L up to the block size (strided reads of `twiddles` there miss the TLB on every block).
+    pub stage_twiddles: Vec<Scalar>,
 }
 
 impl Domain {
@@ -45,7 +48,17 @@ impl Domain {
         }
         let half = (1usize << log_n) / 2;
         let twiddles = powers(omega, Scalar::ONE, half);
-        Ok(Domain { log_n, omega, twiddles })
+        let n = 1usize << log_n;
+        let blk = n.min(1 << BLOCK_LOG);
+        let mut stage_twiddles = vec![Scalar::ONE; blk.max(1)];
+        let mut len = 2;
+        while len <= blk {
+            for j in 0..len / 2 {
+                stage_twiddles[len / 2 + j] = twiddles[j * (n / len)];
+            }
+            len *= 2;
+        }
+        Ok(Domain { log_n, omega, twiddles, stage_twiddles })
     }
 
     pub fn size(&self) -> usize {
@@ -137,24 +150,46 @@ pub fn transform(cache: &DomainCache, data: &mut [Scalar], kind: NttKind) -> Bac
     Ok(())
 }
 
-/// The quotient schedule of [`super::Ntt::quotient`] with the scalings fused: each of a, b, c
-/// goes through an unscaled inverse transform, one pass multiplying by n⁻¹·gⁱ, and the forward
-/// transform.
+/// The quotient of [`super::Ntt::quotient`] in six transforms instead of seven, with the
+/// scalings fused. Every step is linear, so with z = gⁿ − 1
+/// `icoset((A_c·B_c − C_c)/z) = icoset(A_c·B_c)/z − C/z`, where `icoset(C_c) = C` because C
+/// has degree < n: C's coefficients are needed, its coset evaluations are not. The result is
+/// the same vector as the seven-transform schedule (bellperson's) for any a, b, c. Each of a
+/// and b goes through an unscaled inverse transform, one pass multiplying by n⁻¹·gⁱ, and the
+/// forward transform; c through the inverse transform scaled by n⁻¹·z⁻¹.
 pub fn quotient(cache: &DomainCache, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
     let n = super::domain_size(a.len().max(b.len()).max(c.len()))?;
     let domain = cache.get(n.trailing_zeros())?;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let ginv = g.invert().unwrap();
     let ninv = Scalar::from(n as u64).invert().unwrap();
-    for v in [&mut a, &mut b, &mut c] {
+    let zinv = (g.pow_vartime([n as u64]) - Scalar::ONE)
+        .invert()
+        .expect("gⁿ ≠ 1 for a generator of the full multiplicative group");
+    for v in [&mut a, &mut b] {
         v.resize(n, Scalar::ZERO);
         butterflies(v, &domain);
         negate_indices(v);
         distribute_powers(v, g, ninv);
         butterflies(v, &domain);
     }
-    pointwise_quotient(&mut a, &b, &c);
-    drop((b, c));
-    transform(cache, &mut a, NttKind::CosetInverse)?;
+    a.par_iter_mut().zip(b.par_iter()).for_each(|(x, y)| *x *= y);
+    drop(b);
+    c.resize(n, Scalar::ZERO);
+    butterflies(&mut c, &domain);
+    negate_indices(&mut c);
+    butterflies(&mut a, &domain);
+    negate_indices(&mut a);
+    // a ← icoset(a)/z, c ← C/z, h = a − c, fused into one pass.
+    let scale = ninv * zinv;
+    const B: usize = 1 << 14;
+    a.par_chunks_mut(B).zip(c.par_chunks(B)).enumerate().for_each(|(k, (ac, cc))| {
+        let mut cur = scale * ginv.pow_vartime([(k * B) as u64]);
+        for (x, y) in ac.iter_mut().zip(cc) {
+            *x = *x * cur - *y * scale;
+            cur *= ginv;
+        }
+    });
     a.truncate(n - 1);
     Ok(a)
 }
@@ -183,40 +218,52 @@ fn bit_reverse(data: &mut [Scalar]) {
     });
 }
 
+/// One radix-2 group: `lo[k], hi[k]` with twiddle `w[k]`; `w[0]` must be 1 when `skip_first`.
 #[inline(always)]
-fn group(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], first: usize, step: usize) {
+fn group(lo: &mut [Scalar], hi: &mut [Scalar], w: &[Scalar], skip_first: bool) {
     let mut k0 = 0;
-    if first == 0 {
+    if skip_first {
         // ω^0 = 1: no multiplication.
         let t = hi[0];
         hi[0] = lo[0] - t;
         lo[0] += t;
         k0 = 1;
     }
-    for (k, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate().skip(k0) {
-        let t = *v * tw[(first + k) * step];
+    for ((u, v), w) in lo.iter_mut().zip(hi.iter_mut()).zip(w).skip(k0) {
+        let t = *v * w;
         *v = *u - t;
         *u += t;
     }
 }
 
 /// Two DIT stages at once (lengths `len` and `2·len`) over one group of `2·len` values,
-/// restricted to the offsets `first..first + q0.len()` of the first quarter.
+/// restricted to `q0.len()` offsets starting at `first`; `t2[k] = ω_{2·len}^k`.
 #[inline(always)]
-fn group4(q: [&mut [Scalar]; 4], tw: &[Scalar], first: usize, step: usize, half: usize) {
+fn group4(q: [&mut [Scalar]; 4], t2: &[Scalar], first: usize, half: usize) {
     let [q0, q1, q2, q3] = q;
-    let step2 = step / 2;
+    let wa = &t2[first..first + q0.len()];
+    let wb = &t2[first + half..first + half + q0.len()];
+    let w1 = &t2[2 * first..];
     for k in 0..q0.len() {
-        let j = first + k;
-        let w1 = tw[j * step];
-        let (t1, t3) = (q1[k] * w1, q3[k] * w1);
+        let w = w1[2 * k];
+        let (t1, t3) = (q1[k] * w, q3[k] * w);
         let (b0, b1, b2, b3) = (q0[k] + t1, q0[k] - t1, q2[k] + t3, q2[k] - t3);
-        let ta = b2 * tw[j * step2];
-        let tb = b3 * tw[(j + half) * step2];
+        let ta = b2 * wa[k];
+        let tb = b3 * wb[k];
         q0[k] = b0 + ta;
         q2[k] = b0 - ta;
         q1[k] = b1 + tb;
         q3[k] = b1 - tb;
+    }
+}
+
+/// `ω_len^k` for k in 0..count, contiguous (borrowed from the table when it already is).
+fn stage_table(tw: &[Scalar], n: usize, len: usize, count: usize) -> std::borrow::Cow<'_, [Scalar]> {
+    let step = n / len;
+    if step == 1 {
+        std::borrow::Cow::Borrowed(&tw[..count])
+    } else {
+        std::borrow::Cow::Owned((0..count).into_par_iter().with_min_len(1 << 12).map(|k| tw[k * step]).collect())
     }
 }
 
@@ -230,14 +277,15 @@ fn butterflies(data: &mut [Scalar], d: &Domain) {
     bit_reverse(data);
     let tw = &d.twiddles;
     let blk = n.min(1 << BLOCK_LOG);
+    let st = &d.stage_twiddles;
     data.par_chunks_mut(blk).for_each(|block| {
         let mut len = 2;
         while len <= blk {
             let half = len / 2;
-            let step = n / len;
+            let w = &st[half..len];
             for g in block.chunks_mut(len) {
                 let (lo, hi) = g.split_at_mut(half);
-                group(lo, hi, tw, 0, step);
+                group(lo, hi, w, true);
             }
             len *= 2;
         }
@@ -246,7 +294,8 @@ fn butterflies(data: &mut [Scalar], d: &Domain) {
     let mut len = blk * 2;
     while len * 2 <= n {
         let half = len / 2;
-        let step = n / len;
+        let t2 = stage_table(tw, n, 2 * len, len);
+        let t2 = &t2[..];
         data.par_chunks_mut(2 * len).for_each(|g| {
             let (a, b) = g.split_at_mut(len);
             let (q0, q1) = a.split_at_mut(half);
@@ -255,17 +304,18 @@ fn butterflies(data: &mut [Scalar], d: &Domain) {
                 .zip(q1.par_chunks_mut(SPAN))
                 .zip(q2.par_chunks_mut(SPAN).zip(q3.par_chunks_mut(SPAN)))
                 .enumerate()
-                .for_each(|(k, ((c0, c1), (c2, c3)))| group4([c0, c1, c2, c3], tw, k * SPAN, step, half));
+                .for_each(|(k, ((c0, c1), (c2, c3)))| group4([c0, c1, c2, c3], t2, k * SPAN, half));
         });
         len *= 4;
     }
     if len <= n {
         let half = len / 2;
-        let step = n / len;
+        let t = stage_table(tw, n, len, half);
+        let t = &t[..];
         data.par_chunks_mut(len).for_each(|g| {
             let (lo, hi) = g.split_at_mut(half);
             lo.par_chunks_mut(SPAN).zip(hi.par_chunks_mut(SPAN)).enumerate().for_each(|(k, (l, h))| {
-                group(l, h, tw, k * SPAN, step);
+                group(l, h, &t[k * SPAN..], k == 0);
             });
         });
     }
@@ -312,5 +362,13 @@ mod timing {
         let t = Instant::now();
         let x: Scalar = v.par_iter().map(|a| a.square()).sum();
         eprintln!("4M squares {:?} {}", t.elapsed(), bool::from(x.is_zero()));
+        let cache = DomainCache::default();
+        let mk = |k: u64| -> Vec<Scalar> { (0..2_687_961u64).map(|i| Scalar::from(i * k + 1)).collect() };
+        for _ in 0..2 {
+            let (a, b, c) = (mk(3), mk(5), mk(7));
+            let t = Instant::now();
+            let h = quotient(&cache, a, b, c).unwrap();
+            eprintln!("quotient {:?} ({} coefficients)", t.elapsed(), h.len());
+        }
     }
 }
