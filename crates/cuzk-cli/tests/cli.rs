@@ -56,9 +56,10 @@ fn demo_proves_the_bundled_sector_and_the_proof_verifies_only_untampered() {
     let bytes = std::fs::read(&proof).unwrap();
     assert_eq!(bytes.len(), 192);
     assert!(out.contains(&hex_of(&bytes)) && out.contains("verify_seal: VALID") && out.contains("peak RSS"), "{out}");
+    assert!(out.contains("new path") && out.contains("new-path breakdown"), "{out}");
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let stages: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["stage"].as_str().unwrap()).collect();
-    assert_eq!(stages, ["load-params", "check-c1", "build-circuits", "bellperson-prove", "verify"]);
+    assert_eq!(stages, ["load-params", "pce-load", "check-c1", "build-circuits", "witness", "mat-vec", "prove", "verify"]);
 
     let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&proof)], &[]);
     assert_eq!(o.status.code(), Some(0));

@@ -1,6 +1,7 @@
 //! The PCE of the real 2 KiB PoRep circuit: witness + mat-vec equals the reference full
 //! synthesis bit for bit on the bundled sector and on a freshly sealed one, the witness
-//! satisfies the recorded constraints, and the compact format stays within 10 bytes per
+//! satisfies the recorded constraints, the fresh sector proves on the new path with a proof
+//! `verify_seal` accepts, and the compact format stays within 10 bytes per
 //! non-zero.
 
 use std::path::{Path, PathBuf};
@@ -44,4 +45,15 @@ fn real_2kib_circuit_matches_bit_for_bit() {
     cuzk_core::porep::seal::gen_c1(2048, 1234, other, dir.path(), "test").unwrap();
     let fresh = C1::load(&dir.path().join("c1.json"), None).unwrap();
     check_sector(&fresh, &other, &pce);
+
+    // ... and proves on the new path with a proof verify_seal accepts (and not for the
+    // bundled sector's identity).
+    cuzk_pce::setup::ensure(fresh.registered_proof, None).unwrap();
+    let tracer = cuzk_core::mem::StageTracer::new();
+    let params = cuzk_core::porep::setup::shared(fresh.registered_proof, &tracer).unwrap();
+    let cpu = cuzk_core::backend::cpu::CpuBackend::new();
+    let (proof, _) = cuzk_pce::prove::prove_c1(&cpu, &pce, &params, &fresh, &other, &Default::default(), &tracer).unwrap();
+    use cuzk_core::porep::verify::{verify_seal, Verdict};
+    assert_eq!(verify_seal(&fresh, &other, &proof).unwrap(), Verdict::Valid);
+    assert!(!verify_seal(&c1, &id, &proof).unwrap().is_valid());
 }

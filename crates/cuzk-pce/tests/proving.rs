@@ -1,6 +1,8 @@
 //! End to end on the bundled 2 KiB sector with the shared test parameters (generated once per
 //! machine into the parameter cache outside the checkout): the bellperson reference proof
-//! verifies with `verify_seal` and tampered proofs do not; filecoin-proofs' own prover
+//! verifies with `verify_seal` and tampered proofs do not; the new path (witness + PCE +
+//! cuzk's prover on the CPU backend) gives the same bytes for the same r and s, and a valid
+//! proof with fresh randomness; filecoin-proofs' own prover
 //! (`seal_commit_phase2`, which re-verifies) accepts the parameters cuzk's generator made.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +12,11 @@ use cuzk_core::porep::c1::C1;
 use cuzk_core::porep::sector::SectorMeta;
 use cuzk_core::porep::verify::{verify_seal, Verdict};
 use cuzk_core::porep::{bellperson_engine, init_env, setup};
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::Scalar;
+use cuzk_pce::prove::{prove_c1, Options};
 use cuzk_pce::setup::ensure;
+use ff::Field;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
@@ -33,7 +39,8 @@ fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
     let id = meta().identity();
     let (params, _) = setup::load(c1.registered_proof).unwrap();
     let tracer = StageTracer::new();
-    let proof = bellperson_engine::prove(&c1, &id, &params, &tracer).unwrap();
+    let rs = vec![(Scalar::from(0x1234_5678u64).square(), Scalar::from(0x9abc_def0u64).square())];
+    let proof = bellperson_engine::prove_with(&c1, &id, &params, Some(&rs), &tracer).unwrap();
     assert_eq!(proof.len(), 192);
     assert_eq!(verify_seal(&c1, &id, &proof).unwrap(), Verdict::Valid);
     for at in [0usize, 50, 100, 191] {
@@ -47,6 +54,17 @@ fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
     assert!(!verify_seal(&c1, &other, &proof).unwrap().is_valid(), "proof accepted for another sector");
     let stages: Vec<String> = tracer.rows().into_iter().map(|r| r.stage).collect();
     assert_eq!(stages, ["check-c1", "build-circuits", "bellperson-prove"]);
+
+    // The new path, same r and s: the same bytes.
+    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof).unwrap();
+    let cpu = CpuBackend::new();
+    let opts = Options { randomness: Some(rs), ..Default::default() };
+    let (ours, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &opts, &tracer).unwrap();
+    assert_eq!(hex::encode(&ours), hex::encode(&proof), "new-path proof differs from bellperson's for equal r and s");
+    // Fresh randomness: a different proof, still valid.
+    let (fresh, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &Options::default(), &tracer).unwrap();
+    assert_ne!(fresh, proof);
+    assert_eq!(verify_seal(&c1, &id, &fresh).unwrap(), Verdict::Valid);
 }
 
 #[test]

@@ -47,21 +47,43 @@ pub fn prove(
     params: &Parameters<Bls12>,
     tracer: &StageTracer,
 ) -> Result<Vec<u8>> {
-    with_shape!(c1.sector_size(), prove_shaped, c1, identity, params, tracer)
+    prove_with(c1, identity, params, None, tracer)
+}
+
+/// As [`prove`], with fixed (r, s) per partition when given (bellperson's `create_proof_batch`:
+/// the reference for byte-for-byte comparisons).
+pub fn prove_with(
+    c1: &C1,
+    identity: &SectorIdentity,
+    params: &Parameters<Bls12>,
+    randomness: Option<&[(blstrs::Scalar, blstrs::Scalar)]>,
+    tracer: &StageTracer,
+) -> Result<Vec<u8>> {
+    with_shape!(c1.sector_size(), prove_shaped, c1, identity, params, randomness, tracer)
 }
 
 fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
     c1: &C1,
     identity: &SectorIdentity,
     params: &Parameters<Bls12>,
+    randomness: Option<&[(blstrs::Scalar, blstrs::Scalar)]>,
     tracer: &StageTracer,
 ) -> Result<Vec<u8>> {
     let prepared = tracer.stage("check-c1", || prepare::<Tree>(c1, identity))?;
     let circuits = tracer.stage("build-circuits", || circuits(&prepared))?;
     drop(prepared);
     let proofs = tracer.stage("bellperson-prove", || {
-        groth16::create_random_proof_batch(circuits, params, &mut OsRng)
-            .map_err(|e| Error::Proving(format!("bellperson: {e}")))
+        match randomness {
+            None => groth16::create_random_proof_batch(circuits, params, &mut OsRng),
+            Some(rs) if rs.len() != circuits.len() => {
+                return Err(Error::Invalid(format!("{} (r, s) pairs for {} partitions", rs.len(), circuits.len())))
+            }
+            Some(rs) => {
+                let (r, s): (Vec<_>, Vec<_>) = rs.iter().copied().unzip();
+                groth16::create_proof_batch(circuits, params, r, s)
+            }
+        }
+        .map_err(|e| Error::Proving(format!("bellperson: {e}")))
     })?;
     let mut out = Vec::with_capacity(proofs.len() * PARTITION_PROOF_BYTES);
     for p in &proofs {
