@@ -94,20 +94,23 @@ fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
     let prepared = prepare::<Tree>(c1, id)?;
     let list = repeat(bellperson_engine::circuits(&prepared)?, circuits);
     list.into_par_iter()
-        .map(|c| {
-            let w = cuzk_witness::witness(c, pce.num_inputs, pce.num_aux).map_err(|e| PceError::Synthesis(e.to_string()))?;
-            if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
-                return Err(PceError::Witness(format!(
-                    "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
-                    w.inputs.len(),
-                    w.aux.len(),
-                    pce.num_inputs,
-                    pce.num_aux
-                )));
-            }
-            Ok(w)
-        })
+        .map(|c| checked_witness(c, pce))
         .collect()
+}
+
+/// The witness of one circuit, checked against the PCE's counts.
+pub fn checked_witness<C: bellperson::Circuit<Scalar>>(circuit: C, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+    let w = cuzk_witness::witness(circuit, pce.num_inputs, pce.num_aux).map_err(|e| PceError::Synthesis(e.to_string()))?;
+    if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
+        return Err(PceError::Witness(format!(
+            "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
+            w.inputs.len(),
+            w.aux.len(),
+            pce.num_inputs,
+            pce.num_aux
+        )));
+    }
+    Ok(w)
 }
 
 /// Full (old-path) synthesis of every partition circuit, in parallel as bellperson does it.

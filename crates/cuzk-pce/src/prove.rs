@@ -63,18 +63,8 @@ pub fn prove_circuit<C: Circuit<Scalar>>(
     times: &mut Timings,
 ) -> Result<Proof<Bls12>> {
     let t = Instant::now();
-    let w = tracer.stage("witness", || cuzk_witness::witness(circuit, pce.num_inputs, pce.num_aux))
-        .map_err(|e| PceError::Synthesis(e.to_string()))?;
+    let w = tracer.stage("witness", || crate::porep::checked_witness(circuit, pce))?;
     times.witness += t.elapsed();
-    if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
-        return Err(PceError::Witness(format!(
-            "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
-            w.inputs.len(),
-            w.aux.len(),
-            pce.num_inputs,
-            pce.num_aux
-        )));
-    }
     let t = Instant::now();
     let eval = tracer.stage("mat-vec", || pce.evaluate(&w.inputs, &w.aux))?;
     times.matvec += t.elapsed();
