@@ -1,17 +1,28 @@
 //! `cargo xtask ...`: the project's own automation. `demo` builds the release binary and
 //! proves the bundled 2 KiB sector (making test parameters on first run); `test` runs the
 //! whole test suite exactly as CI does; `bench-params` reruns the parameter-generation
-//! benchmark recorded in docs/RESULTS.md.
+//! benchmark; `cuda-setup` installs the pinned CUDA 13.0 toolkit wheels into a virtualenv under
+//! target/ (idempotent); `build --cuda` builds `cuzk` with the CUDA backend; `cuda-check`
+//! compiles the CUDA code of the workspace (what CI runs, no GPU needed); `gpu-pack` builds
+//! the GPU binary and packs everything the GPU check needs into one folder.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-const USAGE: &str = "usage: cargo xtask <demo|test|bench-params> [args passed through]
+const USAGE: &str = "usage: cargo xtask <command> [args]
 
   demo          build cuzk in release mode and prove + verify the bundled 2 KiB sector
   test          run the whole test suite (what .ci/run runs)
-  bench-params  cuzk vs bellperson parameter generation for 2 KiB, JSON to docs/bench/";
+  bench-params  cuzk vs bellperson parameter generation for 2 KiB, JSON to docs/bench/
+  cuda-setup    install the pinned CUDA 13.0 wheels (xtask/cuda-requirements.txt) into
+                target/cuda-venv; prints the CUDA_HOME it made. Idempotent.
+  build --cuda  build `cuzk` (release) with the CUDA backend, copied to target/cuda-bin/cuzk
+                (sm_90; CUZK_CUDA_ARCH=89 etc. to change)
+  cuda-check    compile cuzk-gpu with feature cuda (nvcc included), no GPU needed
+  gpu-pack      build --cuda, then pack target/gpu-pack/ (binary, fixture, gpu-check.sh) for
+                the GPU machine: run `bash target/gpu-pack/gpu-check.sh OUTDIR` there";
 
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -26,11 +37,79 @@ fn run(mut c: Command) -> Result<()> {
     Ok(())
 }
 
+/// Installs the CUDA wheels unless the venv already holds exactly the pinned set; returns
+/// the toolkit root (`.../site-packages/nvidia/cu13`).
+fn cuda_setup(root: &Path) -> Result<PathBuf> {
+    let req = root.join("xtask/cuda-requirements.txt");
+    let pins = std::fs::read_to_string(&req).with_context(|| format!("reading {}", req.display()))?;
+    let venv = root.join("target/cuda-venv");
+    let stamp = venv.join("cuzk-cuda-pins.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pins.as_str()) {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        if !venv.join("bin/pip").exists() {
+            let mut c = Command::new(&python);
+            c.args(["-m", "venv"]).arg(&venv);
+            run(c).context("making the CUDA virtualenv (needs python3 with venv)")?;
+        }
+        let mut c = Command::new(venv.join("bin/pip"));
+        c.args(["install", "--quiet", "--disable-pip-version-check", "--no-deps", "--require-hashes", "-r"]).arg(&req);
+        run(c).context("installing the pinned CUDA wheels (needs network access to PyPI)")?;
+        std::fs::write(venv.join("cuzk-cuda-pins.txt.tmp"), &pins)?;
+        std::fs::rename(venv.join("cuzk-cuda-pins.txt.tmp"), &stamp)?;
+    }
+    let lib = venv.join("lib");
+    for e in std::fs::read_dir(&lib).with_context(|| format!("reading {}", lib.display()))? {
+        let home = e?.path().join("site-packages/nvidia/cu13");
+        if home.join("bin/nvcc").exists() {
+            return Ok(home);
+        }
+    }
+    bail!("no nvidia/cu13/bin/nvcc under {}: remove target/cuda-venv and run cargo xtask cuda-setup again", lib.display())
+}
+
+/// A cargo command with the CUDA toolkit of `home` in its environment.
+fn cuda_cargo(home: &Path) -> Command {
+    let mut c = cargo();
+    let path = format!("{}:{}", home.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    c.env("CUDA_HOME", home).env("CUDA_PATH", home).env("PATH", path).env("LIBRARY_PATH", home.join("lib"));
+    c
+}
+
+fn build_cuda(root: &Path) -> Result<PathBuf> {
+    let home = cuda_setup(root)?;
+    let mut c = cuda_cargo(&home);
+    // Same target dir as the CPU build (dependencies are shared); the CUDA binary is copied out.
+    c.current_dir(root).args(["build", "--release", "-p", "cuzk-cli", "--features", "cuda"]);
+    run(c)?;
+    let dir = root.join("target/cuda-bin");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(root.join("target/release/cuzk"), dir.join("cuzk.tmp"))?;
+    std::fs::rename(dir.join("cuzk.tmp"), dir.join("cuzk"))?;
+    Ok(dir.join("cuzk"))
+}
+
+fn gpu_pack(root: &Path) -> Result<()> {
+    let bin = build_cuda(root)?;
+    let pack = root.join("target/gpu-pack");
+    let tmp = root.join("target/gpu-pack.tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("fixtures"))?;
+    std::fs::copy(&bin, tmp.join("cuzk"))?;
+    let mut c = Command::new("cp");
+    c.arg("-r").arg(root.join("fixtures/2kib")).arg(tmp.join("fixtures/2kib"));
+    run(c)?;
+    std::fs::copy(root.join("xtask/gpu-check.sh"), tmp.join("gpu-check.sh"))?;
+    let _ = std::fs::remove_dir_all(&pack);
+    std::fs::rename(&tmp, &pack)?;
+    println!("packed {} (carry it to the GPU machine and run: bash gpu-check.sh OUTDIR)", pack.display());
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let cmd = args.next().unwrap_or_default();
     let rest: Vec<String> = args.collect();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize()?;
     match cmd.as_str() {
         "demo" => {
             let mut c = cargo();
@@ -51,6 +130,27 @@ fn main() -> Result<()> {
             ]).args(&rest);
             run(c)
         }
+        "cuda-setup" => {
+            let home = cuda_setup(&root)?;
+            println!("CUDA_HOME={}", home.display());
+            Ok(())
+        }
+        "build" => {
+            if rest.first().map(String::as_str) != Some("--cuda") {
+                bail!("usage: cargo xtask build --cuda (the CPU build is plain `cargo build --release`)");
+            }
+            let bin = build_cuda(&root)?;
+            println!("built {}", bin.display());
+            Ok(())
+        }
+        "cuda-check" => {
+            let home = cuda_setup(&root)?;
+            let mut c = cuda_cargo(&home);
+            // The test profile: after `cargo test` only cuzk-gpu and sppark are compiled anew.
+            c.current_dir(&root).args(["build", "--profile", "test", "-p", "cuzk-gpu", "--features", "cuda"]);
+            run(c)
+        }
+        "gpu-pack" => gpu_pack(&root),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())

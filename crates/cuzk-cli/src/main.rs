@@ -16,6 +16,8 @@ use cuzk_pce::setup::Ensured;
 use cuzk_core::porep::verify::{self, Verdict};
 use cuzk_core::porep::{bellperson_engine, seal, RegisteredSealProof};
 
+mod selftest;
+
 /// cuzk: a Groth16 prover for Filecoin PoRep commit phase 2 (C1 output in, seal proof out).
 ///
 /// Parameters are read from FIL_PROOFS_PARAMETER_CACHE (default: ~/.cache/cuzk/filecoin-proof-parameters,
@@ -47,6 +49,30 @@ enum Cmd {
     /// Benchmarks (each compares implementations side by side in one run).
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Check a backend against the CPU: the conformance suite at full scale, then the same C1
+    /// proved on both with the same r and s (byte-identical, verify_seal), warm times of both.
+    /// Exits 1 on any failure. The GPU machine's check (`gpu-check.sh`) runs this.
+    Selftest(SelftestArgs),
+}
+
+#[derive(Args)]
+struct SelftestArgs {
+    /// The backend under test (compared with the CPU backend).
+    #[arg(long, value_enum, default_value = "cuda")]
+    backend: BackendArg,
+    /// C1 file to prove (default: the bundled 2 KiB fixture).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Seed of the conformance inputs and of r and s.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Proofs per backend (the first is cold; the median of the others is reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -73,8 +99,12 @@ enum Engine {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
+    /// CUDA when this build has it and a device is present, else the CPU (one log line says why).
+    Auto,
     /// rayon + blst on this machine's cores.
     Cpu,
+    /// sppark on CUDA device 0 (an error when the build or the machine has none).
+    Cuda,
 }
 
 #[derive(Args)]
@@ -83,13 +113,22 @@ struct EngineArgs {
     #[arg(long, value_enum, default_value = "pce")]
     engine: Engine,
     /// Where the new path's MSMs and NTTs run.
-    #[arg(long, value_enum, default_value = "cpu")]
+    #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
 }
 
-fn make_backend(b: BackendArg) -> Box<dyn cuzk_core::backend::Backend> {
+fn make_backend(b: BackendArg) -> Result<Box<dyn cuzk_core::backend::Backend>> {
+    let cpu = || -> Box<dyn cuzk_core::backend::Backend> { Box::new(cuzk_core::backend::cpu::CpuBackend::new()) };
     match b {
-        BackendArg::Cpu => Box::new(cuzk_core::backend::cpu::CpuBackend::new()),
+        BackendArg::Cpu => Ok(cpu()),
+        BackendArg::Cuda => cuzk_gpu::open(0).context("--backend cuda"),
+        BackendArg::Auto => match cuzk_gpu::open(0) {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                tracing::info!("backend auto: using the CPU backend because {e}");
+                Ok(cpu())
+            }
+        },
     }
 }
 
@@ -215,7 +254,7 @@ enum BenchCmd {
         c1: PathBuf,
         #[command(flatten)]
         sector: SectorArgs,
-        #[arg(long, value_enum, default_value = "cpu")]
+        #[arg(long, value_enum, default_value = "auto")]
         backend: BackendArg,
         /// Run only the new path.
         #[arg(long)]
@@ -231,7 +270,7 @@ enum BenchCmd {
         c1: PathBuf,
         #[command(flatten)]
         sector: SectorArgs,
-        #[arg(long, value_enum, default_value = "cpu")]
+        #[arg(long, value_enum, default_value = "auto")]
         backend: BackendArg,
         #[arg(long)]
         json: Option<PathBuf>,
@@ -239,7 +278,7 @@ enum BenchCmd {
     /// MSM (G1, and G2 at a quarter of the size) and NTT times of a backend from 2^MIN-LOG to
     /// 2^MAX-LOG points, on synthetic inputs.
     Backend {
-        #[arg(long, value_enum, default_value = "cpu")]
+        #[arg(long, value_enum, default_value = "auto")]
         backend: BackendArg,
         #[arg(long, default_value_t = 16)]
         min_log: u32,
@@ -289,6 +328,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Params(p) => params_cmd(p).map(|_| ExitCode::SUCCESS),
         Cmd::Pce(p) => pce_cmd(p).map(|_| ExitCode::SUCCESS),
         Cmd::Bench(b) => bench(b),
+        Cmd::Selftest(a) => selftest_cmd(a),
     }
 }
 
@@ -349,7 +389,7 @@ fn prove_with(c1: &C1, identity: &SectorIdentity, engine: &EngineArgs, verify_fi
     let (proof, breakdown) = match engine.engine {
         Engine::Bellperson => (bellperson_engine::prove(c1, identity, &params, &tracer)?, None),
         Engine::Pce => {
-            let backend = make_backend(engine.backend);
+            let backend = make_backend(engine.backend)?;
             let (pce, _) = tracer.stage("pce-load", || cuzk_pce::porep::shared(c1.registered_proof))?;
             let (proof, times) =
                 cuzk_pce::prove::prove_c1(backend.as_ref(), &pce, &params, c1, identity, &Default::default(), &tracer)?;
@@ -439,6 +479,33 @@ fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn selftest_cmd(a: SelftestArgs) -> Result<ExitCode> {
+    let backend = make_backend(a.backend)?;
+    let path = match a.c1 {
+        Some(p) => p,
+        None => bundled_c1()?,
+    };
+    let (c1, id) = load_input(&path, &a.sector)?;
+    let r = selftest::run(backend.as_ref(), &c1, &id, a.seed, a.repeats)?;
+    if let Some(p) = &a.json {
+        params::write_atomically(p, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+    }
+    println!(
+        "{}: proofs equal to the CPU's: {}, verify_seal: {}, warm CPU/backend ratio {:.2}x ({} threads)",
+        r.backend, r.proofs_equal, r.verified, r.cpu_over_backend, r.threads
+    );
+    match selftest::check(&r) {
+        Ok(()) => {
+            println!("selftest PASSED");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: selftest FAILED: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 fn rayon_threads() -> usize {
@@ -619,7 +686,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             let t = std::time::Instant::now();
             let params = setup::shared(c1.registered_proof, &tracer)?;
             let load_s = t.elapsed().as_secs_f64();
-            let backend = make_backend(backend);
+            let backend = make_backend(backend)?;
             let r = cuzk_pce::bench_prove::run_prove(backend.as_ref(), &params, load_s, &c1, &id, skip_old, &tracer)?;
             print!("{}", tracer.render());
             println!(
@@ -649,7 +716,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             if min_log > max_log || max_log > 28 {
                 bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");
             }
-            let backend = make_backend(backend);
+            let backend = make_backend(backend)?;
             let rows = cuzk_core::backend::scaling(backend.as_ref(), min_log, max_log)?;
             println!("backend {} on {} threads", backend.name(), rayon_threads());
             for r in &rows {
@@ -663,7 +730,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::MsmSplit { c1, sector, backend, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
             let params = setup::shared(c1.registered_proof, &StageTracer::new())?;
-            let backend = make_backend(backend);
+            let backend = make_backend(backend)?;
             let rows = cuzk_pce::bench_prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
             println!("{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}", "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup");
             for r in &rows {

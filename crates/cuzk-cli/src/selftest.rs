@@ -1,0 +1,130 @@
+//! `cuzk selftest`: the GPU check. Runs the backend conformance suite (full scale) against a
+//! backend, then proves one C1 with the CPU backend and with that backend using the same r and
+//! s, requires byte-identical proofs that pass `verify_seal`, and times repeated warm proofs
+//! on both (the GPU's device-resident SRS is uploaded by the first). Writes JSON with --json.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use blstrs::Scalar;
+use cuzk_core::backend::{conformance, Backend};
+use cuzk_core::mem::StageTracer;
+use cuzk_core::porep::c1::C1;
+use cuzk_core::porep::sector::SectorIdentity;
+use cuzk_core::porep::{setup, verify};
+use cuzk_pce::prove::{prove_c1, Options};
+use ff::Field;
+use rand::SeedableRng;
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct CaseRow {
+    pub name: String,
+    pub seconds: f64,
+    pub failure: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct ProveRow {
+    pub backend: String,
+    pub run: usize,
+    pub seconds: f64,
+    pub timings: cuzk_pce::prove::Timings,
+    /// Device stages logged during this run (seconds).
+    pub device_stages: Vec<(String, f64)>,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub backend: String,
+    pub threads: usize,
+    pub conformance: Vec<CaseRow>,
+    pub partitions: usize,
+    pub proofs_equal: bool,
+    pub verified: bool,
+    pub runs: Vec<ProveRow>,
+    /// Median warm CPU proof time over median warm backend proof time.
+    pub cpu_over_backend: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+pub fn run(backend: &dyn Backend, c1: &C1, id: &SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
+    let mut report = Report {
+        backend: backend.name().to_string(),
+        threads: rayon::current_num_threads(),
+        conformance: Vec::new(),
+        partitions: usize::from(c1.porep_config().partitions),
+        proofs_equal: false,
+        verified: false,
+        runs: Vec::new(),
+        cpu_over_backend: f64::NAN,
+    };
+    tracing::info!(backend = backend.name(), "conformance (full scale)");
+    for r in conformance::run(backend, seed, conformance::Scale::Full) {
+        println!("  {:<34} {:>8.3} s  {}", r.name, r.seconds, r.failure.as_deref().unwrap_or("ok"));
+        report.conformance.push(CaseRow { name: r.name, seconds: r.seconds, failure: r.failure });
+    }
+    let cpu = cuzk_core::backend::cpu::CpuBackend::new();
+    let tracer = StageTracer::new();
+    let params = setup::shared(c1.registered_proof, &tracer)?;
+    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let rs: Vec<(Scalar, Scalar)> =
+        (0..report.partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let opts = Options { randomness: Some(rs), ..Default::default() };
+    let mut proofs: Vec<(String, Vec<u8>)> = Vec::new();
+    for (name, b) in [("cpu", &cpu as &dyn Backend), ("backend", backend)] {
+        let mut times = Vec::new();
+        for k in 0..repeats.max(1) {
+            let _ = cuzk_gpu::take_stage_log();
+            let t = Instant::now();
+            let (proof, timings) = prove_c1(b, &pce, &params, c1, id, &opts, &tracer)
+                .with_context(|| format!("proving on {}", b.name()))?;
+            let seconds = t.elapsed().as_secs_f64();
+            println!("  prove on {:<40} run {k}: {seconds:>8.3} s", b.name());
+            report.runs.push(ProveRow {
+                backend: b.name().to_string(),
+                run: k,
+                seconds,
+                timings,
+                device_stages: cuzk_gpu::take_stage_log(),
+            });
+            if k > 0 || repeats <= 1 {
+                times.push(seconds);
+            }
+            if k == 0 {
+                proofs.push((name.to_string(), proof));
+            }
+        }
+        if name == "cpu" {
+            report.cpu_over_backend = median(times);
+        } else {
+            report.cpu_over_backend /= median(times);
+        }
+    }
+    report.proofs_equal = proofs[0].1 == proofs[1].1;
+    report.verified = verify::verify_seal(c1, id, &proofs[1].1)?.is_valid();
+    Ok(report)
+}
+
+pub fn check(r: &Report) -> Result<()> {
+    let failed: Vec<&CaseRow> = r.conformance.iter().filter(|c| c.failure.is_some()).collect();
+    if !failed.is_empty() {
+        bail!("{} conformance case(s) failed on {}: {}", failed.len(), r.backend, failed.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    if !r.proofs_equal {
+        bail!("the {} proof differs from the CPU proof for the same r and s", r.backend);
+    }
+    if !r.verified {
+        bail!("the {} proof does not pass verify_seal", r.backend);
+    }
+    Ok(())
+}

@@ -1,0 +1,31 @@
+// cuzk's CUDA glue: error reporting shared by every translation unit. Each entry point
+// catches sppark's exceptions and returns a CUDA error code (0 = success) with the message
+// written into a caller-owned buffer, so no C++ exception ever crosses into Rust.
+#pragma once
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+
+#define CUZK_ERR_ARGS char *msg, size_t cap
+
+static inline int cuzk_report(int code, const char *what, char *msg, size_t cap)
+{
+    if (msg && cap) {
+        std::snprintf(msg, cap, "%s", what ? what : "unknown CUDA failure");
+    }
+    return code ? code : -1;
+}
+
+#define CUZK_TRY try {
+#define CUZK_CATCH                                                   \
+    } catch (const cuda_error &e) {                                  \
+        return cuzk_report(e.code(), e.what(), msg, cap);            \
+    } catch (const std::exception &e) {                              \
+        return cuzk_report(-1, e.what(), msg, cap);                  \
+    }                                                                \
+    return 0;
+
+static inline void cuzk_check(int code, const char *what)
+{
+    if (code != 0) throw cuda_error{code, std::string(what)};
+}

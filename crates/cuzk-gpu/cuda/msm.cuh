@@ -1,0 +1,103 @@
+// MSM entry points for one curve group, included once per group inside a namespace that
+// defines point_t, bucket_t, affine_t, scalar_t, with CUZK_FN(name) naming the exported
+// symbol. Bases live in device memory behind an opaque handle, uploaded once; scalars
+// travel per call.
+
+struct bases_t {
+    int dev;
+    size_t n;
+    affine_t::mem_t *d;
+};
+
+extern "C" int CUZK_FN(upload)(int dev, const affine_t *host, size_t n, void **handle, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    const gpu_t &gpu = select_gpu(dev);
+    gpu.select();
+    affine_t::mem_t *d = nullptr;
+    CUDA_OK(cudaMalloc(&d, (n ? n : 1) * sizeof(affine_t::mem_t)));
+    try {
+        if (n) gpu.HtoD(d, host, n, sizeof(affine_t));
+        gpu.sync();
+    } catch (...) {
+        cudaFree(d);
+        throw;
+    }
+    *handle = new bases_t{dev, n, d};
+    CUZK_CATCH
+}
+
+extern "C" void CUZK_FN(free)(void *handle)
+{
+    auto *b = static_cast<bases_t *>(handle);
+    if (!b) return;
+    select_gpu(b->dev).select();
+    cudaFree(b->d);
+    delete b;
+}
+
+// sum over i of scalars[i]·bases[i] for the first n resident bases.
+extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    auto *b = static_cast<bases_t *>(handle);
+    if (n > b->n) throw cuda_error{-1, std::string("more scalars than resident bases")};
+    const gpu_t &gpu = select_gpu(b->dev);
+    gpu.select();
+    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), b->dev};
+    // dev_ptr_t<affine_t> (not of mem_t): sppark then forwards to its host-pointer overload
+    // with a null host pointer and the device bases, instead of recursing.
+    dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
+    RustError e = msm.invoke(*out, pts, n, scalars, true, sizeof(affine_t));
+    if (e.code) {
+        std::string s = e.message ? e.message : "MSM failed";
+        std::free(e.message);
+        throw cuda_error{e.code, s};
+    }
+    CUZK_CATCH
+}
+
+// The same with bases from host memory (the few bases of general scalars).
+extern "C" int CUZK_FN(msm_host)(int dev, const affine_t *bases, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    const gpu_t &gpu = select_gpu(dev);
+    gpu.select();
+    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), dev};
+    RustError e = msm.invoke(*out, bases, n, scalars, true, sizeof(affine_t));
+    if (e.code) {
+        std::string s = e.message ? e.message : "MSM failed";
+        std::free(e.message);
+        throw cuda_error{e.code, s};
+    }
+    CUZK_CATCH
+}
+
+// Sum of the resident bases whose bit is set in `bitmap` (32-bit words, bit i = base i):
+// the 0/1 part of a split MSM, as batched additions on the device.
+extern "C" int CUZK_FN(sum_bitmap)(void *handle, const uint32_t *bitmap, size_t nwords, point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    auto *b = static_cast<bases_t *>(handle);
+    const gpu_t &gpu = select_gpu(b->dev);
+    gpu.select();
+    // The kernel reads the map 32 words per 1024 points: pad with zero words.
+    size_t need = ((b->n + 1023) / 1024) * 32;
+    std::vector<uint32_t> map(need ? need : 32, 0);
+    std::memcpy(map.data(), bitmap, std::min(nwords, map.size()) * sizeof(uint32_t));
+    dev_ptr_t<uint32_t> d_map{map.size()};
+    gpu.HtoD(&d_map[0], map.data(), map.size());
+    size_t nret = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    dev_ptr_t<bucket_t::mem_t> d_ret{nret};
+    void (*kern)(bucket_t::mem_t *, const affine_t::mem_t *, uint32_t, const uint32_t *, bool, uint32_t) =
+        batch_addition<bucket_t, affine_t::mem_t>;
+    gpu.launch_coop(kern, {(int)gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
+                    &d_ret[0], (const affine_t::mem_t *)b->d, (uint32_t)b->n, (const uint32_t *)&d_map[0],
+                    false, 0u);
+    std::vector<bucket_t> ret(nret);
+    gpu.DtoH(ret.data(), &d_ret[0], nret);
+    gpu.sync();
+    bucket_t sum = sum_up(ret);
+    *out = sum;
+    CUZK_CATCH
+}

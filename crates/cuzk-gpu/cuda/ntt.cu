@@ -1,0 +1,128 @@
+// NTTs and the Groth16 quotient on the device. The quotient keeps a, b and c in device
+// memory through every step (five transforms, two pointwise kernels, one bit reversal) and
+// returns H; each step is timed with CUDA events.
+#include <cuda.h>
+#include <ff/bls12-381.hpp>
+#include <ntt/ntt.cuh>
+
+// NTT::bit_rev is private; a subclass reaches it.
+struct cuzk_ntt_t : NTT {
+    static void bitrev(fr_t *d, uint32_t lg, stream_t &s) { NTT::bit_rev(d, d, lg, s); }
+};
+#include "common.cuh"
+
+struct fr_raw { uint32_t v[8]; };
+
+extern "C" int cuzk_device_count(int *count, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw cuda_error{-(int)e, std::string(cudaGetErrorString(e))};
+    }
+    *count = n;
+    CUZK_CATCH
+}
+
+extern "C" int cuzk_device_name(int dev, char *name, size_t name_cap, size_t *mem, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    cudaDeviceProp p;
+    CUDA_OK(cudaGetDeviceProperties(&p, dev));
+    std::snprintf(name, name_cap, "%s (sm_%d%d, %d SMs)", p.name, p.major, p.minor, p.multiProcessorCount);
+    *mem = p.totalGlobalMem;
+    CUZK_CATCH
+}
+
+// kind: 0 forward, 1 inverse, 2 coset forward, 3 coset inverse (natural order in and out).
+extern "C" int cuzk_ntt(int dev, fr_t *inout, uint32_t lg_n, int kind, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    const gpu_t &gpu = select_gpu(dev);
+    auto dir = (kind == 1 || kind == 3) ? NTT::Direction::inverse : NTT::Direction::forward;
+    auto type = kind >= 2 ? NTT::Type::coset : NTT::Type::standard;
+    RustError e = NTT::Base(gpu, inout, lg_n, NTT::InputOutputOrder::NN, dir, type);
+    if (e.code) {
+        std::string s = e.message ? e.message : "NTT failed";
+        std::free(e.message);
+        throw cuda_error{e.code, s};
+    }
+    CUZK_CATCH
+}
+
+__global__ void cuzk_mul_kernel(fr_t *a, const fr_t *b, size_t n)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride)
+        a[i] = a[i] * b[i];
+}
+
+__global__ void cuzk_sub_scale_kernel(fr_t *a, const fr_t *c, fr_raw zinv_raw, size_t n)
+{
+    fr_t zinv = *reinterpret_cast<const fr_t *>(&zinv_raw);
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += stride)
+        a[i] = (a[i] - c[i]) * zinv;
+}
+
+// Stage times (ms) written to `ms`, in this order.
+#define CUZK_Q_STAGES 10
+// 0 upload, 1 a:intt, 2 a:coset-ntt, 3 b:intt, 4 b:coset-ntt, 5 c:intt, 6 a·b, 7 coset-intt,
+// 8 (−c)/z + bit reversal, 9 download.
+
+extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, size_t lb, const fr_t *c, size_t lc,
+                             uint32_t lg_n, const fr_raw *zinv, fr_t *h, double *ms, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    const gpu_t &gpu = select_gpu(dev);
+    gpu.select();
+    size_t n = (size_t)1 << lg_n;
+    if (la > n || lb > n || lc > n) throw cuda_error{-1, std::string("evaluations longer than the domain")};
+    stream_t &s = gpu;
+    dev_ptr_t<fr_t> da{n}, db{n}, dc{n};
+    cudaEvent_t ev[CUZK_Q_STAGES + 1];
+    for (auto &e : ev) CUDA_OK(cudaEventCreate(&e));
+    struct guard { cudaEvent_t *ev; ~guard() { for (int i = 0; i <= CUZK_Q_STAGES; i++) cudaEventDestroy(ev[i]); } } g{ev};
+    int k = 0;
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    const fr_t *src[3] = {a, b, c};
+    size_t len[3] = {la, lb, lc};
+    fr_t *dst[3] = {&da[0], &db[0], &dc[0]};
+    for (int i = 0; i < 3; i++) {
+        CUDA_OK(cudaMemcpyAsync(dst[i], src[i], len[i] * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+        if (len[i] < n) CUDA_OK(cudaMemsetAsync(dst[i] + len[i], 0, (n - len[i]) * sizeof(fr_t), s));
+    }
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    using IO = NTT::InputOutputOrder;
+    using D = NTT::Direction;
+    using T = NTT::Type;
+    for (int i = 0; i < 2; i++) {
+        NTT::Base_dev_ptr(s, dst[i], lg_n, IO::NR, D::inverse, T::standard);
+        CUDA_OK(cudaEventRecord(ev[k++], s));
+        NTT::Base_dev_ptr(s, dst[i], lg_n, IO::RN, D::forward, T::coset);
+        CUDA_OK(cudaEventRecord(ev[k++], s));
+    }
+    NTT::Base_dev_ptr(s, &dc[0], lg_n, IO::NR, D::inverse, T::standard);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    int grid = gpu.sm_count() * 8;
+    cuzk_mul_kernel<<<grid, 256, 0, s>>>(&da[0], &db[0], n);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    NTT::Base_dev_ptr(s, &da[0], lg_n, IO::NR, D::inverse, T::coset);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    cuzk_sub_scale_kernel<<<grid, 256, 0, s>>>(&da[0], &dc[0], *zinv, n);
+    CUDA_OK(cudaGetLastError());
+    cuzk_ntt_t::bitrev(&da[0], lg_n, s);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    CUDA_OK(cudaMemcpyAsync(h, &da[0], (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    for (int i = 0; i < CUZK_Q_STAGES; i++) {
+        float t = 0;
+        CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+        ms[i] = t;
+    }
+    CUZK_CATCH
+}

@@ -1,0 +1,379 @@
+//! The CUDA backend proper: device selection, the resident-bases cache (one upload per SRS
+//! section per process, keyed by the host slice and a fingerprint of its points), the split
+//! MSM (bitmap sum of the 0/1 scalars on the device + sppark Pippenger over the rest), NTTs and
+//! the resident quotient. Small inputs go to the CPU backend, where a launch costs more than
+//! the work. Calls on one device are serialised (sppark's batched-addition kernel keeps a
+//! per-device counter).
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use blstrs::{G1Affine, G2Affine, Scalar};
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::backend::{
+    check_lengths, domain_size, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind, ScalarSplit,
+};
+use ff::{Field, PrimeField};
+
+use crate::ffi::{self, Handle};
+use crate::{DeviceInfo, GpuError};
+
+/// Below this many points an MSM runs on the CPU.
+const CPU_BELOW: usize = 1 << 10;
+/// From this many points on, bases are kept resident (below, they travel with each call).
+const RESIDENT_FROM: usize = 1 << 16;
+/// Below this size an NTT runs on the CPU.
+const NTT_CPU_BELOW: usize = 1 << 10;
+
+static LOG: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+
+fn log(stage: impl Into<String>, seconds: f64) {
+    LOG.lock().unwrap().push((stage.into(), seconds));
+}
+
+pub(crate) fn take_log() -> Vec<(String, f64)> {
+    std::mem::take(&mut *LOG.lock().unwrap())
+}
+
+fn call(what: &'static str, f: impl FnOnce(*mut u8, usize) -> i32) -> Result<(), GpuError> {
+    let mut msg = [0u8; 512];
+    let code = f(msg.as_mut_ptr(), msg.len());
+    if code == 0 {
+        return Ok(());
+    }
+    let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+    Err(GpuError::Cuda { what, code, message: String::from_utf8_lossy(&msg[..end]).into_owned() })
+}
+
+fn dev_err(e: GpuError) -> BackendError {
+    BackendError::Device(e.to_string())
+}
+
+pub(crate) fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
+    let mut count = 0i32;
+    // SAFETY: plain out-parameters.
+    call("cudaGetDeviceCount", |m, c| unsafe { ffi::cuzk_device_count(&mut count, m, c) })
+        .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+    if count <= 0 {
+        return Err(GpuError::NoDevice("the CUDA runtime reports 0 devices".into()));
+    }
+    (0..count)
+        .map(|i| {
+            let mut name = [0u8; 256];
+            let mut mem = 0usize;
+            // SAFETY: buffers sized as passed.
+            call("cudaGetDeviceProperties", |m, c| unsafe {
+                ffi::cuzk_device_name(i, name.as_mut_ptr(), name.len(), &mut mem, m, c)
+            })?;
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            Ok(DeviceInfo { index: i as usize, name: String::from_utf8_lossy(&name[..end]).into_owned(), memory_bytes: mem as u64 })
+        })
+        .collect()
+}
+
+/// Device functions of one curve group.
+pub(crate) trait GpuCurve: MsmPoint {
+    type Raw;
+    type RawProj: Default;
+    const TAG: u8;
+    unsafe fn upload(dev: i32, p: *const Self::Raw, n: usize, h: *mut Handle, m: *mut u8, c: usize) -> i32;
+    unsafe fn free(h: Handle);
+    unsafe fn resident(h: Handle, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    fn from_raw(p: Self::RawProj) -> Self::Curve;
+}
+
+macro_rules! gpu_curve {
+    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident) => {
+        impl GpuCurve for $t {
+            type Raw = $raw;
+            type RawProj = $proj;
+            const TAG: u8 = $tag;
+            unsafe fn upload(dev: i32, p: *const $raw, n: usize, h: *mut Handle, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$up(dev, p, n, h, m, c) }
+            }
+            unsafe fn free(h: Handle) {
+                unsafe { ffi::$free(h) }
+            }
+            unsafe fn resident(h: Handle, s: *const blst::blst_fr, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$res(h, s, n, o, m, c) }
+            }
+            unsafe fn host(dev: i32, p: *const $raw, s: *const blst::blst_fr, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$host(dev, p, s, n, o, m, c) }
+            }
+            unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$sum(h, map, w, o, m, c) }
+            }
+            fn from_raw(p: $proj) -> Self::Curve {
+                // SAFETY: the blstrs projective types are repr(transparent) over blst's Jacobian
+                // points, which is the layout sppark's jacobian_t writes.
+                unsafe { std::mem::transmute::<$proj, Self::Curve>(p) }
+            }
+        }
+    };
+}
+
+gpu_curve!(G1Affine, blst::blst_p1_affine, blst::blst_p1, 1, cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap);
+gpu_curve!(G2Affine, blst::blst_p2_affine, blst::blst_p2, 2, cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap);
+
+/// Bases resident on the device, freed on drop.
+struct Resident {
+    tag: u8,
+    ptr: usize,
+    len: usize,
+    fingerprint: u64,
+    handle: Handle,
+    free: unsafe fn(Handle),
+}
+
+// SAFETY: the handle is an opaque device allocation, used only under the backend's lock.
+unsafe impl Send for Resident {}
+unsafe impl Sync for Resident {}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from the matching upload and is freed once.
+        unsafe { (self.free)(self.handle) }
+    }
+}
+
+/// A sample of the points' bytes: a freed slice whose address is reused by other points is
+/// not mistaken for the resident copy.
+fn fingerprint<P>(bases: &[P]) -> u64 {
+    let bytes = std::mem::size_of::<P>();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let n = bases.len();
+    let picks = [0, 1, n / 3, n / 2, (2 * n) / 3, n.saturating_sub(2), n.saturating_sub(1)];
+    for &i in picks.iter().filter(|&&i| i < n) {
+        // SAFETY: reading the bytes of an initialised element.
+        let s = unsafe { std::slice::from_raw_parts(&bases[i] as *const P as *const u8, bytes) };
+        for &b in s {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The CUDA backend on one device.
+pub struct CudaBackend {
+    dev: i32,
+    name: String,
+    cpu: CpuBackend,
+    resident: Mutex<Vec<Arc<Resident>>>,
+    lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend").field("dev", &self.dev).field("name", &self.name).finish()
+    }
+}
+
+impl CudaBackend {
+    pub fn new(device: usize) -> Result<Self, GpuError> {
+        let all = devices()?;
+        let info = all.get(device).ok_or(GpuError::BadDevice { device, count: all.len() })?;
+        tracing::info!(device, name = %info.name, memory_gib = info.memory_bytes as f64 / (1u64 << 30) as f64, "CUDA backend");
+        Ok(Self {
+            dev: device as i32,
+            name: format!("cuda:{device} {}", info.name),
+            cpu: CpuBackend::new(),
+            resident: Mutex::new(Vec::new()),
+            lock: Mutex::new(()),
+        })
+    }
+
+    /// The resident copy of `bases`, uploading it on first use.
+    fn resident<P: GpuCurve>(&self, bases: &[P]) -> BackendResult<Arc<Resident>> {
+        let (ptr, len, fp) = (bases.as_ptr() as usize, bases.len(), fingerprint(bases));
+        let mut cache = self.resident.lock().unwrap();
+        if let Some(r) = cache.iter().find(|r| r.tag == P::TAG && r.ptr == ptr && r.len == len && r.fingerprint == fp) {
+            return Ok(r.clone());
+        }
+        // The same address with other contents: the old slice is gone.
+        cache.retain(|r| !(r.tag == P::TAG && r.ptr == ptr));
+        let t = Instant::now();
+        let mut handle: Handle = std::ptr::null_mut();
+        let mut attempt = || {
+            call("upload bases", |m, c| unsafe {
+                // SAFETY: `bases` is len points of the blst layout.
+                P::upload(self.dev, bases.as_ptr() as *const P::Raw, len, &mut handle, m, c)
+            })
+        };
+        if let Err(e) = attempt() {
+            // Out of device memory, perhaps: drop what is cached and try once more.
+            tracing::warn!(error = %e, cached = cache.len(), "upload failed; evicting resident bases and retrying");
+            cache.clear();
+            attempt().map_err(dev_err)?;
+        }
+        let secs = t.elapsed().as_secs_f64();
+        log(format!("upload {} bases ({len})", P::NAME), secs);
+        tracing::debug!(curve = P::NAME, len, secs, "bases resident");
+        let r = Arc::new(Resident { tag: P::TAG, ptr, len, fingerprint: fp, handle, free: P::free });
+        cache.push(r.clone());
+        Ok(r)
+    }
+
+    fn msm_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
+        check_lengths(bases.len(), scalars.len())?;
+        let n = bases.len();
+        if n < CPU_BELOW {
+            return P::msm_of(&self.cpu).msm(bases, scalars);
+        }
+        let mut out = P::RawProj::default();
+        let s = scalars.as_ptr() as *const blst::blst_fr;
+        let t = Instant::now();
+        if n >= RESIDENT_FROM {
+            let r = self.resident(bases)?;
+            let _g = self.lock.lock().unwrap();
+            // SAFETY: n scalars, n resident bases, one output point.
+            call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
+        } else {
+            let _g = self.lock.lock().unwrap();
+            // SAFETY: n bases and n scalars in host memory.
+            call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) })
+                .map_err(dev_err)?;
+        }
+        log(format!("msm {} ({n})", P::NAME), t.elapsed().as_secs_f64());
+        Ok(P::from_raw(out))
+    }
+
+    fn sum_gpu<P: GpuCurve>(&self, bases: &[P], indices: &[u32]) -> BackendResult<P::Curve> {
+        if bases.len() < RESIDENT_FROM {
+            return P::msm_of(&self.cpu).sum_selected(bases, indices);
+        }
+        let mut map = vec![0u32; bases.len().div_ceil(32)];
+        for &i in indices {
+            let i = i as usize;
+            if i >= bases.len() {
+                return Err(BackendError::Input(format!("index {i} outside {} bases", bases.len())));
+            }
+            map[i / 32] |= 1 << (i % 32);
+        }
+        let r = self.resident(bases)?;
+        let t = Instant::now();
+        let mut out = P::RawProj::default();
+        {
+            let _g = self.lock.lock().unwrap();
+            // SAFETY: the map covers the resident bases.
+            call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) })
+                .map_err(dev_err)?;
+        }
+        log(format!("bitmap sum {} ({} of {})", P::NAME, indices.len(), bases.len()), t.elapsed().as_secs_f64());
+        Ok(P::from_raw(out))
+    }
+
+    fn split_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
+        check_lengths(bases.len(), scalars.len())?;
+        let split = ScalarSplit::of(scalars);
+        let ones = self.sum_gpu(bases, &split.ones)?;
+        if split.general.is_empty() {
+            return Ok(ones);
+        }
+        let (gb, gs): (Vec<P>, Vec<Scalar>) =
+            split.general.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip();
+        Ok(ones + self.msm_gpu(&gb, &gs)?)
+    }
+}
+
+impl Msm<G1Affine> for CudaBackend {
+    fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
+        self.msm_gpu(bases, scalars)
+    }
+    fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
+        self.sum_gpu(bases, indices)
+    }
+    fn msm_split(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
+        self.split_gpu(bases, scalars)
+    }
+}
+
+impl Msm<G2Affine> for CudaBackend {
+    fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
+        self.msm_gpu(bases, scalars)
+    }
+    fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
+        self.sum_gpu(bases, indices)
+    }
+    fn msm_split(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
+        self.split_gpu(bases, scalars)
+    }
+}
+
+fn kind_code(k: NttKind) -> i32 {
+    match k {
+        NttKind::Forward => 0,
+        NttKind::Inverse => 1,
+        NttKind::CosetForward => 2,
+        NttKind::CosetInverse => 3,
+    }
+}
+
+impl Ntt for CudaBackend {
+    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+        let n = data.len();
+        if !n.is_power_of_two() {
+            return Err(BackendError::Input(format!("NTT of {n} values: not a power of two")));
+        }
+        domain_size(n)?;
+        if n < NTT_CPU_BELOW {
+            return self.cpu.ntt(data, kind);
+        }
+        let t = Instant::now();
+        let _g = self.lock.lock().unwrap();
+        // SAFETY: n = 2^lg values in place.
+        call("ntt", |m, c| unsafe {
+            ffi::cuzk_ntt(self.dev, data.as_mut_ptr() as *mut blst::blst_fr, n.trailing_zeros(), kind_code(kind), m, c)
+        })
+        .map_err(dev_err)?;
+        log(format!("ntt {kind:?} (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
+        let n = domain_size(a.len().max(b.len()).max(c.len()))?;
+        if n < NTT_CPU_BELOW {
+            return self.cpu.quotient(a, b, c);
+        }
+        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
+        let zinv: Scalar = Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))?;
+        let mut h = vec![Scalar::ZERO; n - 1];
+        let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
+        let t = Instant::now();
+        {
+            let _g = self.lock.lock().unwrap();
+            let p = |v: &Vec<Scalar>| v.as_ptr() as *const blst::blst_fr;
+            // SAFETY: each input holds its stated length, h holds n − 1 values, ms ten slots.
+            call("quotient", |m, cap| unsafe {
+                ffi::cuzk_quotient(
+                    self.dev,
+                    p(&a),
+                    a.len(),
+                    p(&b),
+                    b.len(),
+                    p(&c),
+                    c.len(),
+                    n.trailing_zeros(),
+                    &zinv as *const Scalar as *const blst::blst_fr,
+                    h.as_mut_ptr() as *mut blst::blst_fr,
+                    ms.as_mut_ptr(),
+                    m,
+                    cap,
+                )
+            })
+            .map_err(dev_err)?;
+        }
+        for (stage, v) in ffi::QUOTIENT_STAGES.iter().zip(ms) {
+            log(*stage, v / 1e3);
+        }
+        log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        Ok(h)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

@@ -1,0 +1,57 @@
+//! The C ABI of cuda/*.cu. Every function returns 0 or a CUDA error code, with a message in
+//! the caller's buffer; points cross as blst's layouts (affine in, Jacobian out), scalars as
+//! blst's Montgomery form, which blstrs' types are `repr(transparent)` over.
+
+use std::ffi::c_void;
+
+pub type Handle = *mut c_void;
+
+macro_rules! curve_fns {
+    ($upload:ident, $free:ident, $resident:ident, $host:ident, $sum:ident, $aff:ty, $proj:ty) => {
+        extern "C" {
+            pub fn $upload(dev: i32, host: *const $aff, n: usize, handle: *mut Handle, msg: *mut u8, cap: usize) -> i32;
+            pub fn $free(handle: Handle);
+            pub fn $resident(handle: Handle, scalars: *const blst::blst_fr, n: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+            pub fn $host(dev: i32, bases: *const $aff, scalars: *const blst::blst_fr, n: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+            pub fn $sum(handle: Handle, bitmap: *const u32, nwords: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+        }
+    };
+}
+
+curve_fns!(cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap, blst::blst_p1_affine, blst::blst_p1);
+curve_fns!(cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap, blst::blst_p2_affine, blst::blst_p2);
+
+/// Stages reported by `cuzk_quotient`, in its order.
+pub const QUOTIENT_STAGES: [&str; 10] = [
+    "quotient: upload a, b, c",
+    "quotient: a intt",
+    "quotient: a coset ntt",
+    "quotient: b intt",
+    "quotient: b coset ntt",
+    "quotient: c intt",
+    "quotient: a*b",
+    "quotient: coset intt",
+    "quotient: (-c)/z + bit reversal",
+    "quotient: download h",
+];
+
+extern "C" {
+    pub fn cuzk_device_count(count: *mut i32, msg: *mut u8, cap: usize) -> i32;
+    pub fn cuzk_device_name(dev: i32, name: *mut u8, name_cap: usize, mem: *mut usize, msg: *mut u8, cap: usize) -> i32;
+    pub fn cuzk_ntt(dev: i32, inout: *mut blst::blst_fr, lg_n: u32, kind: i32, msg: *mut u8, cap: usize) -> i32;
+    pub fn cuzk_quotient(
+        dev: i32,
+        a: *const blst::blst_fr,
+        la: usize,
+        b: *const blst::blst_fr,
+        lb: usize,
+        c: *const blst::blst_fr,
+        lc: usize,
+        lg_n: u32,
+        zinv: *const blst::blst_fr,
+        h: *mut blst::blst_fr,
+        ms: *mut f64,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
+}
