@@ -3,7 +3,9 @@
 // written into a caller-owned buffer, so no C++ exception ever crosses into Rust.
 #pragma once
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <cuda_runtime.h>
 
 #define CUZK_ERR_ARGS char *msg, size_t cap
@@ -25,7 +27,11 @@ static inline int cuzk_report(int code, const char *what, char *msg, size_t cap)
     }                                                                \
     return 0;
 
-static inline void cuzk_check(int code, const char *what)
+// Turns an error sppark returned (rather than threw) into an exception, freeing its message.
+static inline void cuzk_throw_if(RustError e, const char *what)
 {
-    if (code != 0) throw cuda_error{code, std::string(what)};
+    if (!e.code) return;
+    std::string s = e.message ? e.message : what;
+    std::free(e.message);
+    throw cuda_error{e.code, s};
 }

@@ -48,12 +48,7 @@ extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size
     // dev_ptr_t<affine_t> (not of mem_t): sppark then forwards to its host-pointer overload
     // with a null host pointer and the device bases, instead of recursing.
     dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
-    RustError e = msm.invoke(*out, pts, n, scalars, true, sizeof(affine_t));
-    if (e.code) {
-        std::string s = e.message ? e.message : "MSM failed";
-        std::free(e.message);
-        throw cuda_error{e.code, s};
-    }
+    cuzk_throw_if(msm.invoke(*out, pts, n, scalars, true, sizeof(affine_t)), "MSM failed");
     CUZK_CATCH
 }
 
@@ -64,12 +59,7 @@ extern "C" int CUZK_FN(msm_host)(int dev, const affine_t *bases, const scalar_t 
     const gpu_t &gpu = select_gpu(dev);
     gpu.select();
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), dev};
-    RustError e = msm.invoke(*out, bases, n, scalars, true, sizeof(affine_t));
-    if (e.code) {
-        std::string s = e.message ? e.message : "MSM failed";
-        std::free(e.message);
-        throw cuda_error{e.code, s};
-    }
+    cuzk_throw_if(msm.invoke(*out, bases, n, scalars, true, sizeof(affine_t)), "MSM failed");
     CUZK_CATCH
 }
 

@@ -43,12 +43,7 @@ extern "C" int cuzk_ntt(int dev, fr_t *inout, uint32_t lg_n, int kind, CUZK_ERR_
     const gpu_t &gpu = select_gpu(dev);
     auto dir = (kind == 1 || kind == 3) ? NTT::Direction::inverse : NTT::Direction::forward;
     auto type = kind >= 2 ? NTT::Type::coset : NTT::Type::standard;
-    RustError e = NTT::Base(gpu, inout, lg_n, NTT::InputOutputOrder::NN, dir, type);
-    if (e.code) {
-        std::string s = e.message ? e.message : "NTT failed";
-        std::free(e.message);
-        throw cuda_error{e.code, s};
-    }
+    cuzk_throw_if(NTT::Base(gpu, inout, lg_n, NTT::InputOutputOrder::NN, dir, type), "NTT failed");
     CUZK_CATCH
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::{
-    check_lengths, domain_size, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind, ScalarSplit,
+    check_lengths, domain_size, gather, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind, ScalarSplit,
 };
 use ff::{Field, PrimeField};
 
@@ -271,8 +271,7 @@ impl CudaBackend {
         if split.general.is_empty() {
             return Ok(ones);
         }
-        let (gb, gs): (Vec<P>, Vec<Scalar>) =
-            split.general.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip();
+        let (gb, gs) = gather(bases, scalars, &split.general);
         Ok(ones + self.msm_gpu(&gb, &gs)?)
     }
 }

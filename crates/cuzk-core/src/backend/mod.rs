@@ -110,8 +110,7 @@ pub trait Msm<P: MsmPoint>: Send + Sync {
         if split.general.is_empty() {
             return Ok(ones);
         }
-        let (gb, gs): (Vec<P>, Vec<Scalar>) =
-            split.general.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip();
+        let (gb, gs) = gather(bases, scalars, &split.general);
         Ok(ones + self.msm(&gb, &gs)?)
     }
 }
@@ -156,6 +155,11 @@ pub fn domain_size(len: usize) -> BackendResult<usize> {
         return Err(BackendError::Input(format!("domain of {len} values exceeds 2^{}", ntt::MAX_LOG_N)));
     }
     Ok(n)
+}
+
+/// The bases and scalars at `indices` (the general part of a split MSM).
+pub fn gather<P: Copy>(bases: &[P], scalars: &[Scalar], indices: &[u32]) -> (Vec<P>, Vec<Scalar>) {
+    indices.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip()
 }
 
 pub fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
