@@ -3,8 +3,9 @@
 //! whole test suite exactly as CI does; `bench-params` reruns the parameter-generation
 //! benchmark; `cuda-setup` installs the pinned CUDA 13.0 toolkit wheels into a virtualenv under
 //! target/ (idempotent); `build --cuda` builds `cuzk` with the CUDA backend; `cuda-check`
-//! compiles the CUDA code of the workspace (what CI runs, no GPU needed); `gpu-pack` builds
-//! the GPU binary and packs everything the GPU check needs into one folder.
+//! compiles the CUDA code of the workspace (what CI runs, no GPU needed); `build --supraseal`
+//! builds the SupraSeal side-by-side harness; `gpu-pack` builds both GPU binaries and packs
+//! everything the GPU check needs into one folder.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,9 +21,14 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
                 target/cuda-venv; prints the CUDA_HOME it made. Idempotent.
   build --cuda  build `cuzk` (release) with the CUDA backend, copied to target/cuda-bin/cuzk
                 (sm_90; CUZK_CUDA_ARCH=89 etc. to change)
-  cuda-check    compile cuzk-gpu with feature cuda (nvcc included), no GPU needed
-  gpu-pack      build --cuda, then pack target/gpu-pack/ (binary, fixture, gpu-check.sh) for
-                the GPU machine: run `bash target/gpu-pack/gpu-check.sh OUTDIR` there";
+  build --supraseal
+                build the SupraSeal side-by-side harness `cuzk-supraseal` (release, links
+                supraseal-c2), copied to target/cuda-bin/cuzk-supraseal
+  cuda-check    compile the CUDA code (cuzk-gpu with feature cuda, the SupraSeal harness),
+                nvcc included, no GPU needed
+  gpu-pack      build --cuda and --supraseal, then pack target/gpu-pack/ (binaries, fixture,
+                gpu-check.sh) for the GPU machine: run `bash target/gpu-pack/gpu-check.sh OUTDIR`
+                there";
 
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -75,26 +81,38 @@ fn cuda_cargo(home: &Path) -> Command {
     c
 }
 
-fn build_cuda(root: &Path) -> Result<PathBuf> {
+/// Builds `bin` of `package` in release mode with `feature` and the CUDA toolkit, and copies
+/// it to target/cuda-bin/ (same target dir as the CPU build, so dependencies are shared).
+fn build_cuda_bin(root: &Path, package: &str, feature: &str, bin: &str) -> Result<PathBuf> {
     let home = cuda_setup(root)?;
     let mut c = cuda_cargo(&home);
-    // Same target dir as the CPU build (dependencies are shared); the CUDA binary is copied out.
-    c.current_dir(root).args(["build", "--release", "-p", "cuzk-cli", "--features", "cuda"]);
+    c.current_dir(root).args(["build", "--release", "-p", package, "--features", feature]);
     run(c)?;
     let dir = root.join("target/cuda-bin");
     std::fs::create_dir_all(&dir)?;
-    std::fs::copy(root.join("target/release/cuzk"), dir.join("cuzk.tmp"))?;
-    std::fs::rename(dir.join("cuzk.tmp"), dir.join("cuzk"))?;
-    Ok(dir.join("cuzk"))
+    let tmp = dir.join(format!("{bin}.tmp"));
+    std::fs::copy(root.join("target/release").join(bin), &tmp)?;
+    std::fs::rename(&tmp, dir.join(bin))?;
+    Ok(dir.join(bin))
+}
+
+fn build_cuda(root: &Path) -> Result<PathBuf> {
+    build_cuda_bin(root, "cuzk-cli", "cuda", "cuzk")
+}
+
+fn build_supraseal(root: &Path) -> Result<PathBuf> {
+    build_cuda_bin(root, "cuzk-supraseal", "supraseal", "cuzk-supraseal")
 }
 
 fn gpu_pack(root: &Path) -> Result<()> {
     let bin = build_cuda(root)?;
+    let harness = build_supraseal(root)?;
     let pack = root.join("target/gpu-pack");
     let tmp = root.join("target/gpu-pack.tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.join("fixtures"))?;
     std::fs::copy(&bin, tmp.join("cuzk"))?;
+    std::fs::copy(&harness, tmp.join("cuzk-supraseal"))?;
     let mut c = Command::new("cp");
     c.arg("-r").arg(root.join("fixtures/2kib")).arg(tmp.join("fixtures/2kib"));
     run(c)?;
@@ -136,10 +154,11 @@ fn main() -> Result<()> {
             Ok(())
         }
         "build" => {
-            if rest.first().map(String::as_str) != Some("--cuda") {
-                bail!("usage: cargo xtask build --cuda (the CPU build is plain `cargo build --release`)");
-            }
-            let bin = build_cuda(&root)?;
+            let bin = match rest.first().map(String::as_str) {
+                Some("--cuda") => build_cuda(&root)?,
+                Some("--supraseal") => build_supraseal(&root)?,
+                _ => bail!("usage: cargo xtask build --cuda|--supraseal (the CPU build is plain `cargo build --release`)"),
+            };
             println!("built {}", bin.display());
             Ok(())
         }
@@ -147,7 +166,10 @@ fn main() -> Result<()> {
             let home = cuda_setup(&root)?;
             let mut c = cuda_cargo(&home);
             // The test profile: after `cargo test` only cuzk-gpu and sppark are compiled anew.
-            c.current_dir(&root).args(["build", "--profile", "test", "-p", "cuzk-gpu", "--features", "cuda"]);
+            c.current_dir(&root).args([
+                "build", "--profile", "test", "-p", "cuzk-gpu", "-p", "cuzk-supraseal", "--features",
+                "cuzk-gpu/cuda,cuzk-supraseal/supraseal",
+            ]);
             run(c)
         }
         "gpu-pack" => gpu_pack(&root),

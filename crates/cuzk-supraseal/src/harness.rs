@@ -1,0 +1,311 @@
+//! The SupraSeal rounds (built only with feature `supraseal`): loads the C1, the shared
+//! parameters, SupraSeal's SRS from the same `.params` file and the PCE; makes the cuzk
+//! CPU-backend reference proof with seeded (r, s); then, per round, feeds SupraSeal from the
+//! old path and from cuzk's new path and checks every proof against the reference.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::mem::{self, StageTracer};
+use cuzk_core::params::write_atomically;
+use cuzk_core::porep::bellperson_engine::circuits;
+use cuzk_core::porep::c1::{prepare, C1};
+use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_core::porep::setup::{self, ParamPaths};
+use cuzk_core::porep::verify;
+use cuzk_pce::matrix::{popcount, PreCompiledCircuit};
+use cuzk_pce::prove::{prove_c1, Options};
+use ff::Field;
+use filecoin_proofs::with_shape;
+use group::prime::PrimeCurveAffine;
+use rand::SeedableRng;
+use rayon::prelude::*;
+use serde::Serialize;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use supraseal_c2::SRS;
+
+use crate::{median, pack_bits, Args};
+
+/// One round's figures (seconds, summed over partitions where the stage runs per partition).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Round {
+    pub round: usize,
+    /// Old path: bellperson-style full synthesis of every partition (in parallel, as
+    /// bellperson's SupraSeal prover does).
+    pub old_synthesis_s: f64,
+    /// SupraSeal's GPU prover on the old path's assignment (all partitions in one call).
+    pub old_supraseal_s: f64,
+    /// Old path from built circuits to proof bytes: SupraSeal C2 end to end.
+    pub old_total_s: f64,
+    pub new_witness_s: f64,
+    pub new_matvec_s: f64,
+    /// SupraSeal's GPU prover on cuzk's witness and mat-vec output.
+    pub new_supraseal_s: f64,
+    /// cuzk's synthesis with SupraSeal's prover.
+    pub new_total_s: f64,
+    pub old_proof_equal: bool,
+    pub new_proof_equal: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub c1: String,
+    pub threads: usize,
+    pub partitions: usize,
+    pub constraints: usize,
+    /// SupraSeal reading its SRS from the `.params` file.
+    pub srs_load_s: f64,
+    /// cuzk's CPU-backend reference proof (same r, s).
+    pub cpu_reference_s: f64,
+    pub rounds: Vec<Round>,
+    /// Medians over the warm rounds (all but the first).
+    pub median_old_supraseal_s: f64,
+    pub median_old_total_s: f64,
+    pub median_new_supraseal_s: f64,
+    pub median_new_total_s: f64,
+    pub all_equal: bool,
+    pub verified: bool,
+    pub peak_rss_bytes: u64,
+}
+
+/// One partition's assignment as SupraSeal reads it.
+struct Assigned<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+    a: &'a [Scalar],
+    b: &'a [Scalar],
+    c: &'a [Scalar],
+    a_aux: &'a [u64],
+    b_input: &'a [u64],
+    b_aux: &'a [u64],
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// SupraSeal's prover over all partitions in one call; its panics become errors.
+fn supraseal_prove(parts: &[Assigned<'_>], rs: &[(Scalar, Scalar)], srs: &SRS) -> Result<Vec<u8>> {
+    let first = parts.first().context("no partitions")?;
+    for p in parts {
+        if p.a.len() != first.a.len() || p.aux.len() != first.aux.len() || p.inputs.len() != first.inputs.len() {
+            bail!("SupraSeal needs equally sized partitions");
+        }
+        if p.a_aux != first.a_aux || p.b_input != first.b_input || p.b_aux != first.b_aux {
+            bail!("SupraSeal takes one density set for all partitions; these differ");
+        }
+    }
+    let ptrs = |f: fn(&Assigned<'_>) -> *const Scalar| parts.iter().map(f).collect::<Vec<_>>();
+    let (a, b, c) = (ptrs(|p| p.a.as_ptr()), ptrs(|p| p.b.as_ptr()), ptrs(|p| p.c.as_ptr()));
+    let (inp, aux) = (ptrs(|p| p.inputs.as_ptr()), ptrs(|p| p.aux.as_ptr()));
+    let r: Vec<Scalar> = rs.iter().map(|x| x.0).collect();
+    let s: Vec<Scalar> = rs.iter().map(|x| x.1).collect();
+    let mut proofs: Vec<Proof<Bls12>> = (0..parts.len())
+        .map(|_| Proof { a: G1Affine::identity(), b: G2Affine::identity(), c: G1Affine::identity() })
+        .collect();
+    catch_unwind(AssertUnwindSafe(|| {
+        supraseal_c2::generate_groth16_proof::<Scalar, u64, Proof<Bls12>>(
+            &a,
+            &b,
+            &c,
+            first.a.len(),
+            &inp,
+            &aux,
+            first.inputs.len(),
+            first.aux.len(),
+            first.a_aux,
+            first.b_input,
+            first.b_aux,
+            popcount(first.a_aux),
+            popcount(first.b_input),
+            popcount(first.b_aux),
+            parts.len(),
+            &r,
+            &s,
+            &mut proofs,
+            srs,
+        )
+    }))
+    .map_err(|e| {
+        let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+        anyhow::anyhow!("SupraSeal failed: {}", msg.unwrap_or_else(|| "panic without a message".into()))
+    })?;
+    let mut out = Vec::new();
+    for p in &proofs {
+        p.write(&mut out)?;
+    }
+    Ok(out)
+}
+
+pub fn run(args: &Args) -> Result<bool> {
+    cuzk_core::porep::init_env()?;
+    let meta_path = sector::meta_path_for(&args.c1);
+    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
+    let id = meta.identity();
+    let rp = c1.registered_proof;
+    let tracer = StageTracer::new();
+    let params = setup::shared(rp, &tracer)?;
+    let paths = ParamPaths::for_proof(rp)?;
+    let t = Instant::now();
+    let srs = SRS::try_new(paths.params.clone(), true)
+        .map_err(|e| anyhow::anyhow!("SupraSeal cannot read {}: {}", paths.params.display(), String::from(e)))?;
+    let srs_load_s = secs(t);
+    println!("SupraSeal SRS from {}: {srs_load_s:.3} s", paths.params.display());
+    let (pce, _) = cuzk_pce::porep::shared(rp)?;
+    let partitions = usize::from(c1.porep_config().partitions);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+    let rs: Vec<(Scalar, Scalar)> = (0..partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+
+    let t = Instant::now();
+    let cpu = CpuBackend::new();
+    let opts = Options { randomness: Some(rs.clone()), ..Default::default() };
+    let (reference, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &opts, &tracer)?;
+    let cpu_reference_s = secs(t);
+    println!("cuzk CPU-backend reference proof: {cpu_reference_s:.3} s");
+
+    let mut report = Report {
+        c1: args.c1.display().to_string(),
+        threads: rayon::current_num_threads(),
+        partitions,
+        constraints: pce.num_constraints,
+        srs_load_s,
+        cpu_reference_s,
+        rounds: Vec::new(),
+        median_old_supraseal_s: f64::NAN,
+        median_old_total_s: f64::NAN,
+        median_new_supraseal_s: f64::NAN,
+        median_new_total_s: f64::NAN,
+        all_equal: false,
+        verified: false,
+        peak_rss_bytes: 0,
+    };
+    let mut last = Vec::new();
+    for k in 0..args.repeats.max(1) {
+        let (round, proof) = with_shape!(c1.sector_size(), round_shaped, &c1, &id, &pce, &srs, &rs, &reference, k)?;
+        println!(
+            "round {k}: SupraSeal C2 end to end {:.3} s (synthesis {:.3} + GPU {:.3}); cuzk synthesis + SupraSeal GPU {:.3} s \
+             (witness {:.3} + mat-vec {:.3} + GPU {:.3}); proofs equal to the reference: {} / {}",
+            round.old_total_s,
+            round.old_synthesis_s,
+            round.old_supraseal_s,
+            round.new_total_s,
+            round.new_witness_s,
+            round.new_matvec_s,
+            round.new_supraseal_s,
+            round.old_proof_equal,
+            round.new_proof_equal
+        );
+        report.rounds.push(round);
+        last = proof;
+        mem::malloc_trim();
+    }
+    let warm: Vec<&Round> = report.rounds.iter().skip(usize::from(report.rounds.len() > 1)).collect();
+    let med = |f: fn(&Round) -> f64| median(warm.iter().map(|r| f(r)).collect());
+    report.median_old_supraseal_s = med(|r| r.old_supraseal_s);
+    report.median_old_total_s = med(|r| r.old_total_s);
+    report.median_new_supraseal_s = med(|r| r.new_supraseal_s);
+    report.median_new_total_s = med(|r| r.new_total_s);
+    report.all_equal = report.rounds.iter().all(|r| r.old_proof_equal && r.new_proof_equal);
+    report.verified = verify::verify_seal(&c1, &id, &last)?.is_valid();
+    report.peak_rss_bytes = mem::snapshot().peak_bytes;
+    println!(
+        "warm medians: SupraSeal GPU {:.3} s, SupraSeal C2 end to end {:.3} s, cuzk synthesis + SupraSeal GPU {:.3} s; \
+         all proofs equal: {}, verify_seal: {}",
+        report.median_old_supraseal_s,
+        report.median_old_total_s,
+        report.median_new_total_s,
+        report.all_equal,
+        report.verified
+    );
+    if let Some(p) = &args.json {
+        write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
+    }
+    Ok(report.all_equal && report.verified)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn round_shaped<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1,
+    id: &SectorIdentity,
+    pce: &PreCompiledCircuit,
+    srs: &SRS,
+    rs: &[(Scalar, Scalar)],
+    reference: &[u8],
+    k: usize,
+) -> Result<(Round, Vec<u8>)> {
+    let prepared = prepare::<Tree>(c1, id)?;
+    let list = circuits(&prepared)?;
+    let mut round = Round { round: k, ..Default::default() };
+
+    // Old path: what bellperson's `cuda-supraseal` prover does.
+    let t = Instant::now();
+    let full = list
+        .par_iter()
+        .map(|c| cuzk_pce::reference::synthesize(c.clone()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .context("old-path synthesis")?;
+    round.old_synthesis_s = secs(t);
+    let dens: Vec<[Vec<u64>; 3]> = full
+        .iter()
+        .map(|f| [pack_bits(&f.a_aux_density), pack_bits(&f.b_input_density), pack_bits(&f.b_aux_density)])
+        .collect();
+    let parts: Vec<Assigned<'_>> = full
+        .iter()
+        .zip(&dens)
+        .map(|(f, d)| Assigned {
+            inputs: &f.inputs,
+            aux: &f.aux,
+            a: &f.eval.a,
+            b: &f.eval.b,
+            c: &f.eval.c,
+            a_aux: &d[0],
+            b_input: &d[1],
+            b_aux: &d[2],
+        })
+        .collect();
+    let t = Instant::now();
+    let old = supraseal_prove(&parts, rs, srs)?;
+    round.old_supraseal_s = secs(t);
+    round.old_total_s = round.old_synthesis_s + round.old_supraseal_s;
+    round.old_proof_equal = old == reference;
+    drop(parts);
+    drop(full);
+
+    // New path: cuzk's witness-only synthesis and PCE mat-vec, SupraSeal's prover.
+    let mut wits = Vec::with_capacity(list.len());
+    let mut evals = Vec::with_capacity(list.len());
+    for c in list {
+        let t = Instant::now();
+        let w = cuzk_pce::porep::checked_witness(c, pce)?;
+        round.new_witness_s += secs(t);
+        let t = Instant::now();
+        evals.push(pce.evaluate(&w.inputs, &w.aux)?);
+        round.new_matvec_s += secs(t);
+        wits.push(w);
+    }
+    let parts: Vec<Assigned<'_>> = wits
+        .iter()
+        .zip(&evals)
+        .map(|(w, e)| Assigned {
+            inputs: &w.inputs,
+            aux: &w.aux,
+            a: &e.a,
+            b: &e.b,
+            c: &e.c,
+            a_aux: &pce.a_aux_density,
+            b_input: &pce.b_input_density,
+            b_aux: &pce.b_aux_density,
+        })
+        .collect();
+    let t = Instant::now();
+    let new = supraseal_prove(&parts, rs, srs)?;
+    round.new_supraseal_s = secs(t);
+    round.new_total_s = round.new_witness_s + round.new_matvec_s + round.new_supraseal_s;
+    round.new_proof_equal = new == reference;
+    Ok((round, new))
+}
