@@ -1,28 +1,65 @@
 #!/usr/bin/env bash
 # The whole GPU check, run on the GPU machine from the folder `cargo xtask gpu-pack` made
-# (the cuzk binary built with CUDA, the bundled 2 KiB fixture, this script):
+# (the cuzk binary built with CUDA, the SupraSeal harness, the bundled 2 KiB fixture, this
+# script):
 #   bash gpu-check.sh OUTDIR
-# It makes the 2 KiB test parameters and the PCE cache there (no network needed), runs
-# `cuzk selftest --backend cuda` (conformance at full scale, GPU proof == CPU proof for the same
-# r and s, verify_seal, warm timings), the SupraSeal side-by-side harness on the same C1,
-# parameters file and (r, s) (`cuzk-supraseal`), and the MSM/NTT scaling benchmark
-# (SKIP_SCALING=1 to leave it out), writing logs and JSON into OUTDIR. Exits non-zero when the
-# selftest or the SupraSeal comparison fails.
+# It makes the 2 KiB test parameters and the PCE cache there (no network needed), then runs
+# the steps named in STEPS (default: all of them), writing logs and JSON into OUTDIR:
+#   selftest   `cuzk selftest --backend cuda`: conformance at full scale, GPU proof == CPU
+#              proof for the same r and s, verify_seal, warm timings
+#   supraseal  `cuzk-supraseal`: SupraSeal C2 on the same C1, parameters file and (r, s)
+#   pipeline   `cuzk bench pce-pipeline --backend cuda` with j = 1 (one prover) and j = 2, 4,
+#              8 (two provers per device), PIPE_N proofs each, then j = 2 with
+#              --compare-old; SVG plots included
+#   scaling    the MSM/NTT scaling benchmark up to 2^MAX_LOG
+# Exits non-zero when any step fails. Results: OUTDIR/gpu-check.tar.gz.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$(mkdir -p "${1:-gpu-check-out}" && cd "${1:-gpu-check-out}" && pwd)"
+final="$(mkdir -p "${1:-gpu-check-out}" && cd "${1:-gpu-check-out}" && pwd)"
+# Everything is written to a scratch folder and packed into OUTDIR/gpu-check.tar.gz at the end
+# (the device tool brings back only a few files per run).
+out="$(mktemp -d)/gpu-check"
+mkdir -p "$out"
 cd "$here"
 export RUST_LOG="${RUST_LOG:-info}"
 : "${MAX_LOG:=26}"
+: "${STEPS:=selftest supraseal pipeline scaling}"
+: "${PIPE_N:=12}"
+rc=0
+step() { # name timeout command...
+  local name="$1" limit="$2"
+  shift 2
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  local r=$?
+  grep -v "INFO" "$out/$name.log" | tail -40
+  echo "step $name: exit $r"
+  [ "$r" -eq 0 ] || rc=$r
+}
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >> "$out/nvidia-smi.txt"
 ./cuzk --version | tee "$out/version.txt"
 ./cuzk params ensure --sector-size 2KiB 2>&1 | tail -5 | tee "$out/params.log"
-timeout "${SELFTEST_TIMEOUT:-420}" ./cuzk selftest --backend cuda --c1 fixtures/2kib/c1.json --json "$out/selftest.json" 2>&1 | tee "$out/selftest.log"
-rc=${PIPESTATUS[0]}
-if [ -x ./cuzk-supraseal ]; then
-  timeout "${SUPRASEAL_TIMEOUT:-300}" ./cuzk-supraseal --c1 fixtures/2kib/c1.json --repeats "${SUPRASEAL_REPEATS:-4}" --json "$out/supraseal.json" 2>&1 | tee "$out/supraseal.log"
-  src=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] && rc=$src
-fi
-[ "${SKIP_SCALING:-0}" = 1 ] || timeout "${SCALING_TIMEOUT:-300}" ./cuzk bench backend --backend cuda --min-log 20 --max-log "$MAX_LOG" --json "$out/scaling.json" 2>&1 | tee "$out/scaling.log"
+c1=fixtures/2kib/c1.json
+for s in $STEPS; do
+  case "$s" in
+    selftest) step selftest "${SELFTEST_TIMEOUT:-420}" ./cuzk selftest --backend cuda --c1 "$c1" --json "$out/selftest.json" ;;
+    supraseal)
+      if [ -x ./cuzk-supraseal ]; then
+        step supraseal "${SUPRASEAL_TIMEOUT:-300}" ./cuzk-supraseal --c1 "$c1" --repeats "${SUPRASEAL_REPEATS:-4}" --json "$out/supraseal.json"
+      else
+        echo "step supraseal: no cuzk-supraseal binary in $here"; rc=2
+      fi ;;
+    pipeline)
+      for j in 1 2 4 8; do
+        p=2; [ "$j" -eq 1 ] && p=1
+        step "pipeline-j$j" "${PIPE_TIMEOUT:-240}" ./cuzk bench pce-pipeline --c1 "$c1" --backend cuda --num-proofs "$PIPE_N" -j "$j" --provers-per-device "$p" \
+          --project-gpus 8 --pipelines-per-gpu 2 --json "$out/pipeline-j$j.json" --plot "$out/pipeline-j$j.svg"
+      done
+      step pipeline-old "${PIPE_TIMEOUT:-240}" ./cuzk bench pce-pipeline --c1 "$c1" --backend cuda --num-proofs 4 -j 2 --compare-old \
+        --json "$out/pipeline-old.json" --plot "$out/pipeline-old.svg" ;;
+    scaling) step scaling "${SCALING_TIMEOUT:-300}" ./cuzk bench backend --backend cuda --min-log 20 --max-log "$MAX_LOG" --json "$out/scaling.json" ;;
+    *) echo "unknown step $s"; rc=2 ;;
+  esac
+done
+tar -czf "$final/gpu-check.tar.gz" -C "$(dirname "$out")" gpu-check
+echo "results: $final/gpu-check.tar.gz"
 exit $rc

@@ -16,6 +16,7 @@ use cuzk_pce::setup::Ensured;
 use cuzk_core::porep::verify::{self, Verdict};
 use cuzk_core::porep::{bellperson_engine, seal, RegisteredSealProof};
 
+mod pipeline_bench;
 mod selftest;
 
 /// cuzk: a Groth16 prover for Filecoin PoRep commit phase 2 (C1 output in, seal proof out).
@@ -34,7 +35,8 @@ enum Cmd {
     /// Prove the bundled 2 KiB sector end to end: make test parameters if needed, prove,
     /// verify with verify_seal, print the proof, stage times and peak RSS.
     Demo(DemoArgs),
-    /// Prove a C1 output and write the seal proof bytes (verified first unless --no-verify).
+    /// Prove C1 outputs and write the seal proof bytes (verified first unless --no-verify).
+    /// Several C1 files go through the pipeline engine together (-j syntheses in flight).
     Prove(ProveArgs),
     /// Verify a seal proof with filecoin-proofs' verify_seal: prints VALID (exit 0) or INVALID (exit 1).
     Verify(VerifyArgs),
@@ -117,6 +119,39 @@ struct EngineArgs {
     backend: BackendArg,
 }
 
+/// The proving devices for the pipeline: every visible CUDA device (`CUDA_VISIBLE_DEVICES`
+/// is honoured by the CUDA runtime) or the CPU.
+fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
+    let cpu = || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+    let gpus = || -> Result<Vec<cuzk_pipeline::Device>, cuzk_gpu::GpuError> {
+        let n = cuzk_gpu::devices()?.len();
+        (0..n)
+            .map(|i| Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend: std::sync::Arc::from(cuzk_gpu::open(i)?) }))
+            .collect()
+    };
+    match b {
+        BackendArg::Cpu => Ok(cpu()),
+        BackendArg::Cuda => {
+            let v = gpus().context("--backend cuda")?;
+            if v.is_empty() {
+                bail!("--backend cuda: no CUDA device is visible");
+            }
+            Ok(v)
+        }
+        BackendArg::Auto => match gpus() {
+            Ok(v) if !v.is_empty() => Ok(v),
+            Ok(_) => {
+                tracing::info!("backend auto: using the CPU backend because no CUDA device is visible");
+                Ok(cpu())
+            }
+            Err(e) => {
+                tracing::info!("backend auto: using the CPU backend because {e}");
+                Ok(cpu())
+            }
+        },
+    }
+}
+
 fn make_backend(b: BackendArg) -> Result<Box<dyn cuzk_core::backend::Backend>> {
     let cpu = || -> Box<dyn cuzk_core::backend::Backend> { Box::new(cuzk_core::backend::cpu::CpuBackend::new()) };
     match b {
@@ -134,12 +169,17 @@ fn make_backend(b: BackendArg) -> Result<Box<dyn cuzk_core::backend::Backend>> {
 
 #[derive(Args)]
 struct ProveArgs {
-    /// The C1 output (lotus/filecoin-ffi JSON or filecoin-proofs' plain JSON).
-    #[arg(long)]
-    c1: PathBuf,
-    /// Where to write the proof bytes (written atomically, only once verified).
+    /// The C1 output (lotus/filecoin-ffi JSON or filecoin-proofs' plain JSON); repeat the flag
+    /// (or list several files) to prove several sectors through the pipeline.
+    #[arg(long, required = true, num_args = 1..)]
+    c1: Vec<PathBuf>,
+    /// Where to write the proof bytes (written atomically, only once verified): a file for one
+    /// C1; a directory for several (one `<k>-<c1 file stem>.proof` per input).
     #[arg(long)]
     out: PathBuf,
+    /// With several C1 files: syntheses in flight in the pipeline.
+    #[arg(short = 'j', long = "jobs", default_value_t = 2)]
+    jobs: usize,
     #[command(flatten)]
     sector: SectorArgs,
     #[command(flatten)]
@@ -275,6 +315,10 @@ enum BenchCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The pipeline engine over N copies of a C1 with J syntheses in flight: the seeds' memory
+    /// table, the memory-model and leak checks (non-zero exit on failure), throughput,
+    /// prover busy fraction, per-stage times; --compare-old runs the old path first.
+    PcePipeline(pipeline_bench::PipelineArgs),
     /// MSM (G1, and G2 at a quarter of the size) and NTT times of a backend from 2^MIN-LOG to
     /// 2^MAX-LOG points, on synthetic inputs.
     Backend {
@@ -418,8 +462,55 @@ fn write_trace(path: &Path, tracer: &StageTracer) -> Result<()> {
     Ok(())
 }
 
+/// Several C1 files through the pipeline engine; each proof written as soon as it is verified.
+fn prove_many(a: &ProveArgs) -> Result<()> {
+    if a.engine.engine != Engine::Pce {
+        bail!("--engine bellperson proves one C1 at a time; several C1 files need --engine pce");
+    }
+    let inputs: Vec<_> = a.c1.iter().map(|p| load_input(p, &a.sector)).collect::<Result<_>>()?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
+    let mut cfg = cuzk_pipeline::Config::cpu(a.jobs, cuzk_pipeline::budget::default_budget());
+    cfg.devices = make_devices(a.engine.backend)?;
+    let engine = cuzk_pipeline::Engine::start(cfg)?;
+    let opts = cuzk_pipeline::porep::PorepOptions { randomness: None, verify: !a.no_verify };
+    let tickets: Vec<_> = inputs
+        .into_iter()
+        .map(|(c1, id)| engine.submit(cuzk_pipeline::porep::job(std::sync::Arc::new(c1), id, opts.clone())))
+        .collect::<Result<_, _>>()?;
+    let mut failed = 0;
+    for (k, (t, path)) in tickets.into_iter().zip(&a.c1).enumerate() {
+        let out = t.wait();
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("c1");
+        let dest = a.out.join(format!("{k}-{stem}.proof"));
+        match out.result {
+            Ok(bytes) => {
+                params::write_atomically(&dest, |w| w.write_all(&bytes))?;
+                println!(
+                    "wrote {} ({} bytes, {:.2} s after submission){}",
+                    dest.display(),
+                    bytes.len(),
+                    out.finished_s - out.submitted_s,
+                    if out.verified { ", verified with verify_seal" } else { ", NOT verified (--no-verify)" }
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {}: {e}", path.display());
+            }
+        }
+    }
+    engine.shutdown();
+    if failed > 0 {
+        bail!("{failed} of {} proofs failed", a.c1.len());
+    }
+    Ok(())
+}
+
 fn prove(a: ProveArgs) -> Result<()> {
-    let (c1, identity) = load_input(&a.c1, &a.sector)?;
+    if a.c1.len() > 1 {
+        return prove_many(&a);
+    }
+    let (c1, identity) = load_input(&a.c1[0], &a.sector)?;
     let p = prove_with(&c1, &identity, &a.engine, !a.no_verify)?;
     params::write_atomically(&a.out, |w| w.write_all(&p.proof))?;
     print!("{}", p.tracer.render());
@@ -712,6 +803,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        BenchCmd::PcePipeline(a) => return pipeline_bench::run(a),
         BenchCmd::Backend { backend, min_log, max_log, json } => {
             if min_log > max_log || max_log > 28 {
                 bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");

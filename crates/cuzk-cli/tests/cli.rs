@@ -156,3 +156,46 @@ fn help_explains_the_commands() {
     let o = cuzk(&["prove", "--help"], &[]);
     assert!(text(&o.stdout).contains("--no-verify"));
 }
+
+#[test]
+fn prove_several_c1_files_through_the_pipeline_and_each_proof_verifies() {
+    shared_params();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("proofs");
+    let f = fixture();
+    let o = cuzk(&["prove", "--c1", s(&f), "--c1", s(&f), "--out", s(&out), "-j", "2", "--backend", "cpu"], &[]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+    let mut proofs = Vec::new();
+    for k in 0..2 {
+        let p = out.join(format!("{k}-c1.proof"));
+        assert!(stdout.contains(&format!("wrote {}", p.display())) && stdout.contains("verified with verify_seal"), "{stdout}");
+        let v = cuzk(&["verify", "--c1", s(&f), "--proof", s(&p)], &[]);
+        assert_eq!(text(&v.stdout).trim(), "VALID", "{}", text(&v.stderr));
+        proofs.push(std::fs::read(&p).unwrap());
+    }
+    assert_ne!(proofs[0], proofs[1], "fresh r and s per proof");
+    let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 2, "only the two proofs may be written: {leftovers:?}");
+
+    // One unreadable input among good ones: named, non-zero exit, refused before any proving.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, b"{\"not\": \"a c1\"}").unwrap();
+    let out2 = dir.path().join("proofs2");
+    let o = cuzk(&["prove", "--c1", s(&f), "--c1", s(&bad), "--out", s(&out2), "--backend", "cpu"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("bad.json"), "{}", text(&o.stderr));
+    assert!(!out2.exists(), "nothing may be written when an input is refused");
+}
+
+#[test]
+fn pce_pipeline_bench_rejects_bad_arguments_with_one_line() {
+    let o = cuzk(&["bench", "pce-pipeline", "--c1", s(&fixture()), "--num-proofs", "0"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--num-proofs and -j must be at least 1"), "{}", text(&o.stderr));
+    let o = cuzk(&["bench", "pce-pipeline", "--help"], &[]);
+    let help = text(&o.stdout);
+    for flag in ["--num-proofs", "--jobs", "--compare-old", "--trace", "--plot", "--project-gpus", "--pipelines-per-gpu"] {
+        assert!(help.contains(flag), "--help lacks {flag}: {help}");
+    }
+}

@@ -52,6 +52,21 @@ extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size
     CUZK_CATCH
 }
 
+// The same with the scalars already in device memory (H, left there by the quotient).
+extern "C" int CUZK_FN(msm_resident_dev)(void *handle, const void *d_scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    auto *b = static_cast<bases_t *>(handle);
+    if (n > b->n) throw cuda_error{-1, std::string("more scalars than resident bases")};
+    const gpu_t &gpu = select_gpu(b->dev);
+    gpu.select();
+    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), b->dev};
+    dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
+    dev_ptr_t<scalar_t> sc{static_cast<scalar_t *>(const_cast<void *>(d_scalars)), n};
+    cuzk_throw_if(msm.invoke(*out, pts, n, sc, true, sizeof(affine_t)), "MSM failed");
+    CUZK_CATCH
+}
+
 // The same with bases from host memory (the few bases of general scalars).
 extern "C" int CUZK_FN(msm_host)(int dev, const affine_t *bases, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
 {

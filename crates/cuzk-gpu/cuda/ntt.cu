@@ -67,8 +67,25 @@ __global__ void cuzk_sub_scale_kernel(fr_t *a, const fr_t *c, fr_raw zinv_raw, s
 // 0 upload, 1 a:intt, 2 a:coset-ntt, 3 b:intt, 4 b:coset-ntt, 5 c:intt, 6 a·b, 7 coset-intt,
 // 8 (−c)/z + bit reversal, 9 download.
 
+// Owns a cudaMalloc'd buffer unless released (the quotient hands h over to the H MSM).
+struct cuzk_owned_buf {
+    void *p = nullptr;
+    explicit cuzk_owned_buf(size_t bytes) { CUDA_OK(cudaMalloc(&p, bytes)); }
+    ~cuzk_owned_buf() { if (p) cudaFree(p); }
+    void *release() { void *q = p; p = nullptr; return q; }
+};
+
+extern "C" void cuzk_device_free(int dev, void *p)
+{
+    if (!p) return;
+    select_gpu(dev).select();
+    cudaFree(p);
+}
+
+// H = (a·b − c)/Z on the coset, as n − 1 values. With `keep` null, H is downloaded into `h`;
+// otherwise it stays on the device and *keep receives its buffer (free with cuzk_device_free).
 extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, size_t lb, const fr_t *c, size_t lc,
-                             uint32_t lg_n, const fr_raw *zinv, fr_t *h, double *ms, CUZK_ERR_ARGS)
+                             uint32_t lg_n, const fr_raw *zinv, fr_t *h, void **keep, double *ms, CUZK_ERR_ARGS)
 {
     CUZK_TRY
     const gpu_t &gpu = select_gpu(dev);
@@ -76,7 +93,8 @@ extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, s
     size_t n = (size_t)1 << lg_n;
     if (la > n || lb > n || lc > n) throw cuda_error{-1, std::string("evaluations longer than the domain")};
     stream_t &s = gpu;
-    dev_ptr_t<fr_t> da{n}, db{n}, dc{n};
+    cuzk_owned_buf owned_a{n * sizeof(fr_t)};
+    dev_ptr_t<fr_t> da{static_cast<fr_t *>(owned_a.p), n}, db{n}, dc{n};
     cudaEvent_t ev[CUZK_Q_STAGES + 1];
     for (auto &e : ev) CUDA_OK(cudaEventCreate(&e));
     struct guard { cudaEvent_t *ev; ~guard() { for (int i = 0; i <= CUZK_Q_STAGES; i++) cudaEventDestroy(ev[i]); } } g{ev};
@@ -111,9 +129,11 @@ extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, s
     CUDA_OK(cudaGetLastError());
     cuzk_ntt_t::bitrev(&da[0], lg_n, s);
     CUDA_OK(cudaEventRecord(ev[k++], s));
-    CUDA_OK(cudaMemcpyAsync(h, &da[0], (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
+    if (!keep)
+        CUDA_OK(cudaMemcpyAsync(h, &da[0], (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
     CUDA_OK(cudaEventRecord(ev[k++], s));
     CUDA_OK(cudaStreamSynchronize(s));
+    if (keep) *keep = owned_a.release();
     for (int i = 0; i < CUZK_Q_STAGES; i++) {
         float t = 0;
         CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));

@@ -223,14 +223,17 @@ impl CudaBackend {
         }
         let mut out = P::RawProj::default();
         let s = scalars.as_ptr() as *const blst::blst_fr;
-        let t = Instant::now();
+        // Timed from lock acquisition, so the log holds device-call time, not waiting.
+        let mut t = Instant::now();
         if n >= RESIDENT_FROM {
             let r = self.resident(bases)?;
             let _g = self.lock.lock().unwrap();
+            t = Instant::now();
             // SAFETY: n scalars, n resident bases, one output point.
             call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
         } else {
             let _g = self.lock.lock().unwrap();
+            t = Instant::now();
             // SAFETY: n bases and n scalars in host memory.
             call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) })
                 .map_err(dev_err)?;
@@ -252,16 +255,62 @@ impl CudaBackend {
             map[i / 32] |= 1 << (i % 32);
         }
         let r = self.resident(bases)?;
-        let t = Instant::now();
         let mut out = P::RawProj::default();
+        let t;
         {
             let _g = self.lock.lock().unwrap();
+            t = Instant::now();
             // SAFETY: the map covers the resident bases.
             call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) })
                 .map_err(dev_err)?;
         }
         log(format!("bitmap sum {} ({} of {})", P::NAME, indices.len(), bases.len()), t.elapsed().as_secs_f64());
         Ok(P::from_raw(out))
+    }
+
+    /// The quotient on the device (the caller holds the device lock): downloaded into `h`
+    /// (n − 1 values) when given, else left on the device and its buffer returned.
+    fn quotient_on_device(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        n: usize,
+        h: Option<*mut Scalar>,
+    ) -> BackendResult<*mut std::ffi::c_void> {
+        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
+        let zinv: Scalar = Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))?;
+        let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
+        let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
+        let keep_ptr: *mut *mut std::ffi::c_void = if h.is_some() { std::ptr::null_mut() } else { &mut keep };
+        let t = Instant::now();
+        let p = |v: &[Scalar]| v.as_ptr() as *const blst::blst_fr;
+        // SAFETY: each input holds its stated length; h (when given) has room for n − 1
+        // values; ms has one slot per stage.
+        call("quotient", |m, cap| unsafe {
+            ffi::cuzk_quotient(
+                self.dev,
+                p(a),
+                a.len(),
+                p(b),
+                b.len(),
+                p(c),
+                c.len(),
+                n.trailing_zeros(),
+                &zinv as *const Scalar as *const blst::blst_fr,
+                h.map_or(std::ptr::null_mut(), |h| h as *mut blst::blst_fr),
+                keep_ptr,
+                ms.as_mut_ptr(),
+                m,
+                cap,
+            )
+        })
+        .map_err(dev_err)?;
+        for (stage, v) in ffi::QUOTIENT_STAGES.iter().zip(ms) {
+            log(*stage, v / 1e3);
+        }
+        log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        Ok(keep)
     }
 
     fn split_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
@@ -335,38 +384,11 @@ impl Ntt for CudaBackend {
         if n < NTT_CPU_BELOW {
             return self.cpu.quotient(a, b, c);
         }
-        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
-        let zinv: Scalar = Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))?;
-        let mut h = vec![Scalar::ZERO; n - 1];
-        let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
-        let t = Instant::now();
-        {
-            let _g = self.lock.lock().unwrap();
-            let p = |v: &Vec<Scalar>| v.as_ptr() as *const blst::blst_fr;
-            // SAFETY: each input holds its stated length, h holds n − 1 values, ms ten slots.
-            call("quotient", |m, cap| unsafe {
-                ffi::cuzk_quotient(
-                    self.dev,
-                    p(&a),
-                    a.len(),
-                    p(&b),
-                    b.len(),
-                    p(&c),
-                    c.len(),
-                    n.trailing_zeros(),
-                    &zinv as *const Scalar as *const blst::blst_fr,
-                    h.as_mut_ptr() as *mut blst::blst_fr,
-                    ms.as_mut_ptr(),
-                    m,
-                    cap,
-                )
-            })
-            .map_err(dev_err)?;
-        }
-        for (stage, v) in ffi::QUOTIENT_STAGES.iter().zip(ms) {
-            log(*stage, v / 1e3);
-        }
-        log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        let mut h = Vec::with_capacity(n - 1);
+        let _g = self.lock.lock().unwrap();
+        self.quotient_on_device(&a, &b, &c, n, Some(h.spare_capacity_mut().as_mut_ptr() as *mut Scalar))?;
+        // SAFETY: the device wrote all n − 1 values into the spare capacity.
+        unsafe { h.set_len(n - 1) };
         Ok(h)
     }
 }
@@ -374,5 +396,47 @@ impl Ntt for CudaBackend {
 impl Backend for CudaBackend {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// H never leaves the device: the quotient's output buffer is the H MSM's scalars.
+    fn quotient_msm_h(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
+        let n = domain_size(a.len().max(b.len()).max(c.len()))?;
+        if n < NTT_CPU_BELOW || h_bases.len() < RESIDENT_FROM {
+            let t = Instant::now();
+            let h = self.quotient(a, b, c)?;
+            let q = t.elapsed();
+            return Ok((self.msm_gpu(h_bases, &h)?, q));
+        }
+        check_lengths(h_bases.len(), n - 1)?;
+        let r = self.resident(h_bases)?;
+        let _g = self.lock.lock().unwrap();
+        let t = Instant::now();
+        let d_h = self.quotient_on_device(&a, &b, &c, n, None)?;
+        let q = t.elapsed();
+        drop((a, b, c));
+        struct DeviceBuf(i32, *mut std::ffi::c_void);
+        impl Drop for DeviceBuf {
+            fn drop(&mut self) {
+                // SAFETY: the buffer came from cuzk_quotient and is freed once.
+                unsafe { ffi::cuzk_device_free(self.0, self.1) }
+            }
+        }
+        let d_h = DeviceBuf(self.dev, d_h);
+        let mut out = blst::blst_p1::default();
+        let t = Instant::now();
+        // SAFETY: d_h holds n − 1 scalars on this device; r holds n − 1 resident bases.
+        call("msm h (device scalars)", |m, c| unsafe {
+            ffi::cuzk_g1_msm_resident_dev(r.handle, d_h.1, n - 1, &mut out, m, c)
+        })
+        .map_err(dev_err)?;
+        drop(d_h);
+        log(format!("msm G1 h from device-resident scalars ({})", n - 1), t.elapsed().as_secs_f64());
+        Ok((G1Affine::from_raw(out), q))
     }
 }

@@ -32,12 +32,21 @@ pub const QUOTIENT_STAGES: [&str; 10] = [
     "quotient: a*b",
     "quotient: coset intt",
     "quotient: (-c)/z + bit reversal",
-    "quotient: download h",
+    "quotient: download h (0 when h stays on the device)",
 ];
 
 extern "C" {
     pub fn cuzk_device_count(count: *mut i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_device_name(dev: i32, name: *mut u8, name_cap: usize, mem: *mut usize, msg: *mut u8, cap: usize) -> i32;
+    pub fn cuzk_device_free(dev: i32, p: *mut c_void);
+    pub fn cuzk_g1_msm_resident_dev(
+        handle: Handle,
+        d_scalars: *const c_void,
+        n: usize,
+        out: *mut blst::blst_p1,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
     pub fn cuzk_ntt(dev: i32, inout: *mut blst::blst_fr, lg_n: u32, kind: i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_quotient(
         dev: i32,
@@ -50,6 +59,7 @@ extern "C" {
         lg_n: u32,
         zinv: *const blst::blst_fr,
         h: *mut blst::blst_fr,
+        keep: *mut *mut c_void,
         ms: *mut f64,
         msg: *mut u8,
         cap: usize,

@@ -61,6 +61,11 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
     case("quotient identity", &mut || quotient_identity(backend, &mut rng));
     case("quotient vs bellperson domain", &mut || quotient_vs_bellperson(backend, &mut rng));
     case("bad inputs rejected", &mut || bad_inputs(backend));
+    {
+        let cpu = super::cpu::CpuBackend::new();
+        let len = if scale == Scale::Full { 140_000 } else { 3000 };
+        case("quotient + msm h vs separate cpu steps", &mut || quotient_msm_h_vs(backend, &cpu, &mut rng, len));
+    }
     if scale == Scale::Full {
         let cpu = super::cpu::CpuBackend::new();
         case("msm g1 2^18 vs cpu", &mut || msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 1 << 18));
@@ -307,6 +312,23 @@ fn quotient_identity(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// The fused quotient + H MSM (a device keeps H resident between the two) against the CPU's
+/// quotient followed by the CPU's MSM.
+fn quotient_msm_h_vs(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, len: usize) -> Result<(), String> {
+    let [a, bb, c] = [(); 3].map(|_| edge_scalars(rng, len));
+    let n = len.next_power_of_two();
+    let g = G1Affine::generator().to_curve() * Scalar::random(&mut *rng);
+    let bases = super::chain::<G1Affine>(g, n - 1);
+    let h = cpu.quotient(a.clone(), bb.clone(), c.clone()).map_err(|e| e.to_string())?;
+    let want = Msm::<G1Affine>::msm(cpu, &bases, &h).map_err(|e| e.to_string())?;
+    let (got, _) = b.quotient_msm_h(a, bb, c, &bases).map_err(|e| e.to_string())?;
+    same::<G1Affine>(&format!("quotient + msm h, {len} rows"), got, want)?;
+    match b.quotient_msm_h(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], &bases[..3]) {
+        Err(BackendError::Input(_)) => Ok(()),
+        other => Err(format!("h bases of the wrong length must be refused, got {other:?}")),
+    }
 }
 
 fn quotient_vs_bellperson(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String> {

@@ -146,6 +146,21 @@ pub trait Ntt: Send + Sync {
 pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt {
     /// Short name for logs and reports ("cpu", "cuda").
     fn name(&self) -> &str;
+
+    /// `Σ h[i]·h_bases[i]` for the quotient `h` of a, b, c, with the time the quotient took.
+    /// A device backend overrides this to keep `h` in device memory between the two steps.
+    fn quotient_msm_h(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
+        let t = std::time::Instant::now();
+        let h = self.quotient(a, b, c)?;
+        let q = t.elapsed();
+        Ok((Msm::<G1Affine>::msm(self, h_bases, &h)?, q))
+    }
 }
 
 /// The smallest power of two holding `len` values (at least 1), or an error past 2^32.

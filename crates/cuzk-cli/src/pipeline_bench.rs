@@ -1,0 +1,421 @@
+//! `cuzk bench pce-pipeline`: the seeds' second benchmark. Proves N copies of one C1 through
+//! the pipeline engine with J syntheses in flight (optionally after the old path on the same
+//! inputs, dropped first), prints the seeds' memory table (after C1 load, after PCE load, peak
+//! with J in flight, after drop), checks the memory model out loud (measured peak against
+//! static + partitions in flight × the per-partition working set the budget uses) and the
+//! leak check (RSS after the last drop against RSS after the warm-up, ≤ 2 %), and reports
+//! throughput, steady-state prover busy fraction per device and per-stage times; writes the
+//! trace (JSON) and an SVG plot of RSS and stage activity.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use cuzk_core::mem::{self, human_bytes, StageTracer};
+use cuzk_core::params::write_atomically;
+use cuzk_core::porep::{bellperson_engine, setup, verify};
+use cuzk_pipeline::porep::{job, PorepOptions};
+use cuzk_pipeline::trace::busy_fraction;
+use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
+use serde::Serialize;
+
+use crate::{load_input, make_devices, BackendArg, SectorArgs};
+
+#[derive(Args)]
+pub struct PipelineArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Proofs to measure (each a full copy of the C1's partitions).
+    #[arg(long, default_value_t = 4)]
+    num_proofs: usize,
+    /// Syntheses in flight (synthesis workers); 1 = sequential mode.
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    jobs: usize,
+    /// Provers per device.
+    #[arg(long, default_value_t = 1)]
+    provers_per_device: usize,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Proofs run together (and discarded) before the measured ones, so that one-time
+    /// allocations (thread pools, allocator arenas of every stage thread, the device SRS
+    /// upload) are not counted as leaks. Default: j + 2, enough to fill every stage once.
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// Host byte budget in GiB (default: 80 % of MemAvailable).
+    #[arg(long)]
+    budget_gib: Option<f64>,
+    /// First run the old path (bellperson synthesis + prover) on the same inputs, J at a time,
+    /// report its time and RSS, and drop it before the PCE run.
+    #[arg(long)]
+    compare_old: bool,
+    /// Print the host memory G GPUs × P pipelines would need, from the measured figures.
+    #[arg(long)]
+    project_gpus: Option<usize>,
+    #[arg(long, default_value_t = 2)]
+    pipelines_per_gpu: usize,
+    /// Allowed RSS growth from after the warm-up to after the last drop.
+    #[arg(long, default_value_t = 0.02)]
+    leak_tolerance: f64,
+    /// Write the full trace (stage events, RSS samples, marks) as JSON.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Write an SVG of RSS and stage activity over time.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Write the report as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct TableRow {
+    phase: String,
+    t_s: f64,
+    rss_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct OldReport {
+    proofs: usize,
+    seconds: f64,
+    s_per_proof: f64,
+    peak_rss_bytes: u64,
+    rss_after_drop_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct StageRow {
+    stage: String,
+    count: usize,
+    mean_s: f64,
+    total_s: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    c1: String,
+    backend: String,
+    devices: Vec<String>,
+    threads: usize,
+    jobs: usize,
+    provers_per_device: usize,
+    num_proofs: usize,
+    warmup: usize,
+    partitions_per_proof: usize,
+    budget_bytes: u64,
+    old: Option<OldReport>,
+    table: Vec<TableRow>,
+    /// RSS after parameters and PCE are loaded (both shared by every pipeline).
+    static_rss_bytes: u64,
+    /// What parameters + PCE added to the RSS after the C1 load.
+    static_added_bytes: u64,
+    pce_bytes: u64,
+    working_set: WorkingSet,
+    /// Most partitions holding budget at once (budget high water / working set).
+    max_in_flight: u64,
+    /// Highest sampled RSS during the measured run.
+    peak_rss_bytes: u64,
+    /// VmHWM of the whole process (includes the old path when it ran).
+    vm_hwm_bytes: u64,
+    /// static + max_in_flight × working set.
+    model_peak_bytes: u64,
+    /// static + J × working set (the seeds' form).
+    model_j_bytes: u64,
+    memory_model_ok: bool,
+    rss_after_warmup_bytes: u64,
+    rss_after_drop_bytes: u64,
+    leak_growth: f64,
+    leak_ok: bool,
+    seconds: f64,
+    s_per_proof: f64,
+    steady_s_per_proof: Option<f64>,
+    /// Per device, the fraction of the steady-state window with at least one prover stage
+    /// running (host work of the prover included).
+    device_busy: Vec<(String, f64)>,
+    /// Seconds of device calls (MSMs, bitmap sums, the quotient, uploads) in the measured
+    /// run over the steady-state window, per GPU: the GPU's own busy fraction.
+    device_call_fraction: Option<f64>,
+    device_call_s: f64,
+    stages: Vec<StageRow>,
+    all_verified: bool,
+    projection: Option<(usize, usize, u64)>,
+}
+
+/// Slack on the memory model: allocator retention and thread stacks (fraction of the model).
+const MODEL_SLACK: f64 = 0.10;
+
+pub fn run(a: PipelineArgs) -> Result<ExitCode> {
+    if a.num_proofs == 0 || a.jobs == 0 {
+        bail!("--num-proofs and -j must be at least 1");
+    }
+    let trace = Trace::new();
+    trace.start_sampler(std::time::Duration::from_millis(100));
+    let mut table = Vec::new();
+    let mut mark = |label: &str| {
+        let m = trace.mark(label);
+        println!("  {:<44} {:>8.2} s  RSS {}", m.label, m.t_s, human_bytes(m.rss_bytes));
+        table.push(TableRow { phase: m.label, t_s: m.t_s, rss_bytes: m.rss_bytes });
+        m.rss_bytes
+    };
+    let (c1, id) = load_input(&a.c1, &a.sector)?;
+    let c1 = Arc::new(c1);
+    let rss_c1 = mark("after C1 load");
+    let rp = c1.registered_proof;
+    let params = setup::shared(rp, &StageTracer::new())?;
+
+    let old = if a.compare_old {
+        let t = Instant::now();
+        let start = trace.now();
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| -> Result<()> {
+            let workers: Vec<_> = (0..a.jobs.min(a.num_proofs))
+                .map(|_| {
+                    s.spawn(|| -> Result<()> {
+                        while next.fetch_add(1, Ordering::Relaxed) < a.num_proofs {
+                            let proof = bellperson_engine::prove(&c1, &id, &params, &StageTracer::new())?;
+                            verify::ensure_valid(&c1, &id, &proof)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().map_err(|_| anyhow::anyhow!("an old-path worker panicked"))??;
+            }
+            Ok(())
+        })
+        .context("old path")?;
+        let seconds = t.elapsed().as_secs_f64();
+        let peak = trace.peak_rss_between(start, trace.now());
+        mark(&format!("old path: {} proofs done (peak {})", a.num_proofs, human_bytes(peak)));
+        mem::malloc_trim();
+        let after = mark("after old-path drop");
+        Some(OldReport {
+            proofs: a.num_proofs,
+            seconds,
+            s_per_proof: seconds / a.num_proofs as f64,
+            peak_rss_bytes: peak,
+            rss_after_drop_bytes: after,
+        })
+    } else {
+        None
+    };
+
+    let (pce, _) = cuzk_pce::porep::shared(rp)?;
+    let static_rss = mark("after params + PCE load");
+    let ws = WorkingSet::of(&pce);
+    let devices = make_devices(a.backend)?;
+    let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();
+    let budget = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
+    let mut cfg = Config::cpu(a.jobs, budget);
+    cfg.devices = devices.clone();
+    cfg.provers_per_device = a.provers_per_device.max(1);
+    cfg.trace = Some(trace.clone());
+    let engine = Engine::start(cfg)?;
+    let opts = PorepOptions::default();
+    let warmup = a.warmup.unwrap_or(a.jobs + 2);
+    let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(c1.clone(), id, opts.clone()))).collect::<Result<_, _>>()?;
+    for (k, t) in warm.into_iter().enumerate() {
+        t.wait().result.with_context(|| format!("warm-up proof {k}"))?;
+    }
+    mem::malloc_trim();
+    let rss_warm = mark(&format!("after {warmup} warm-up proof(s)"));
+
+    let _ = cuzk_gpu::take_stage_log();
+    let start = trace.now();
+    let t = Instant::now();
+    let tickets: Vec<_> =
+        (0..a.num_proofs).map(|_| engine.submit(job(c1.clone(), id, opts.clone()))).collect::<Result<_, _>>()?;
+    let ids: Vec<u64> = tickets.iter().map(|t| t.id).collect();
+    let mut finished = Vec::new();
+    let mut all_verified = true;
+    for (k, ticket) in tickets.into_iter().enumerate() {
+        let out = ticket.wait();
+        match &out.result {
+            Ok(_) => all_verified &= out.verified,
+            Err(e) => {
+                all_verified = false;
+                eprintln!("proof {k} failed: {e}");
+            }
+        }
+        finished.push(out.finished_s);
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let end = trace.now();
+    let peak = trace.peak_rss_between(start, end);
+    mark(&format!("{} proofs done, j = {} (peak {})", a.num_proofs, a.jobs, human_bytes(peak)));
+    let high_water = engine.budget().high_water();
+    // Whole device calls (the quotient's per-step entries are inside its total).
+    let device_call_s: f64 =
+        cuzk_gpu::take_stage_log().iter().filter(|(name, _)| !name.starts_with("quotient: ")).map(|(_, s)| s).sum();
+    engine.shutdown();
+    mem::malloc_trim();
+    let rss_drop = mark("after drop (engine shut down, malloc_trim)");
+    trace.stop_sampler();
+
+    let events: Vec<_> = trace.events().into_iter().filter(|e| ids.contains(&e.proof)).collect();
+    let mut device_busy = Vec::new();
+    for d in &devices {
+        let iv: Vec<(f64, f64)> = events.iter().filter(|e| e.stage == "prove" && e.device == d.name).map(|e| (e.start_s, e.end_s)).collect();
+        device_busy.push((d.name.clone(), busy_fraction(iv)));
+    }
+    let mut stages = Vec::new();
+    for st in ["parse", "witness", "mat-vec", "prove", "finalize"] {
+        let v: Vec<f64> = events.iter().filter(|e| e.stage == st).map(|e| e.end_s - e.start_s).collect();
+        if !v.is_empty() {
+            let total: f64 = v.iter().sum();
+            stages.push(StageRow { stage: st.into(), count: v.len(), mean_s: total / v.len() as f64, total_s: total });
+        }
+    }
+    let prove_iv: Vec<(f64, f64)> = events.iter().filter(|e| e.stage == "prove").map(|e| (e.start_s, e.end_s)).collect();
+    let window = prove_iv.iter().map(|x| x.1).fold(f64::MIN, f64::max) - prove_iv.iter().map(|x| x.0).fold(f64::MAX, f64::min);
+    let gpu_devices = devices.iter().filter(|d| d.name.starts_with("gpu")).count();
+    let device_call_fraction = (gpu_devices > 0 && window > 0.0).then(|| device_call_s / window / gpu_devices as f64);
+    finished.sort_by(|a, b| a.total_cmp(b));
+    let steady = (finished.len() > 1).then(|| (finished[finished.len() - 1] - finished[0]) / (finished.len() - 1) as f64);
+    let max_in_flight = high_water.div_ceil(ws.total().max(1));
+    let model_peak = static_rss + max_in_flight * ws.total();
+    let model_j = static_rss + a.jobs as u64 * ws.total();
+    let memory_model_ok = (peak as f64) <= model_peak as f64 * (1.0 + MODEL_SLACK);
+    let leak_growth = (rss_drop as f64 - rss_warm as f64) / rss_warm.max(1) as f64;
+    let leak_ok = leak_growth <= a.leak_tolerance;
+    let projection = a.project_gpus.map(|g| {
+        let per = (peak.saturating_sub(static_rss)) / max_in_flight.max(1);
+        (g, a.pipelines_per_gpu, static_rss + (g * a.pipelines_per_gpu) as u64 * per)
+    });
+    let report = Report {
+        c1: a.c1.display().to_string(),
+        backend: backend_name,
+        devices: devices.iter().map(|d| d.name.clone()).collect(),
+        threads: rayon::current_num_threads(),
+        jobs: a.jobs,
+        provers_per_device: a.provers_per_device,
+        num_proofs: a.num_proofs,
+        warmup,
+        partitions_per_proof: usize::from(c1.porep_config().partitions),
+        budget_bytes: budget,
+        old,
+        table,
+        static_rss_bytes: static_rss,
+        static_added_bytes: static_rss.saturating_sub(rss_c1),
+        pce_bytes: pce.bytes() as u64,
+        working_set: ws,
+        max_in_flight,
+        peak_rss_bytes: peak,
+        vm_hwm_bytes: mem::snapshot().peak_bytes,
+        model_peak_bytes: model_peak,
+        model_j_bytes: model_j,
+        memory_model_ok,
+        rss_after_warmup_bytes: rss_warm,
+        rss_after_drop_bytes: rss_drop,
+        leak_growth,
+        leak_ok,
+        seconds,
+        s_per_proof: seconds / a.num_proofs as f64,
+        steady_s_per_proof: steady,
+        device_busy,
+        device_call_fraction,
+        device_call_s,
+        stages,
+        all_verified,
+        projection,
+    };
+    print_report(&report);
+    if let Some(p) = &a.trace {
+        #[derive(Serialize)]
+        struct Dump {
+            events: Vec<cuzk_pipeline::trace::Event>,
+            samples: Vec<cuzk_pipeline::trace::Sample>,
+            marks: Vec<cuzk_pipeline::trace::Mark>,
+        }
+        let d = Dump { events: trace.events(), samples: trace.samples(), marks: trace.marks() };
+        write_atomically(p, |w| serde_json::to_writer(w, &d).map_err(std::io::Error::other))?;
+    }
+    if let Some(p) = &a.plot {
+        let title = format!("cuzk pce-pipeline: {} proofs, j = {}, {} ({})", a.num_proofs, a.jobs, report.backend, a.c1.display());
+        let svg = trace.svg(&title);
+        write_atomically(p, |w| w.write_all(svg.as_bytes()))?;
+    }
+    if let Some(p) = &a.json {
+        write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
+    }
+    Ok(if report.memory_model_ok && report.leak_ok && report.all_verified { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_report(r: &Report) {
+    if let Some(o) = &r.old {
+        println!(
+            "old path (bellperson synthesis + prover), {} proofs, {} at a time: {:.2} s ({:.2} s/proof), peak RSS {}, after drop {}",
+            o.proofs,
+            r.jobs,
+            o.seconds,
+            o.s_per_proof,
+            human_bytes(o.peak_rss_bytes),
+            human_bytes(o.rss_after_drop_bytes)
+        );
+    }
+    println!(
+        "pipeline: {} proofs × {} partition(s), j = {}, {} prover(s) per device on {:?} ({}), {} threads",
+        r.num_proofs, r.partitions_per_proof, r.jobs, r.provers_per_device, r.devices, r.backend, r.threads
+    );
+    println!(
+        "  throughput {:.3} s/proof ({:.2} s for {}){}",
+        r.s_per_proof,
+        r.seconds,
+        r.num_proofs,
+        r.steady_s_per_proof.map(|s| format!(", steady state {s:.3} s/proof")).unwrap_or_default()
+    );
+    for (d, f) in &r.device_busy {
+        println!("  {d} prover stage busy {:.1} % of its steady-state window", f * 100.0);
+    }
+    if let Some(f) = r.device_call_fraction {
+        println!("  GPU device calls {:.3} s: device busy {:.1} % of the steady-state window (per GPU)", r.device_call_s, f * 100.0);
+    }
+    for s in &r.stages {
+        println!("  stage {:<9} ×{:<3} mean {:>8.3} s  total {:>8.3} s", s.stage, s.count, s.mean_s, s.total_s);
+    }
+    println!("memory model:");
+    println!(
+        "  static (params + PCE resident)      {} (PCE {}; they added {} to the RSS after the C1 load)",
+        human_bytes(r.static_rss_bytes),
+        human_bytes(r.pce_bytes),
+        human_bytes(r.static_added_bytes)
+    );
+    println!(
+        "  per-partition working set (est.)    {} (witness {}, a/b/c {}, prover {})",
+        human_bytes(r.working_set.total()),
+        human_bytes(r.working_set.witness),
+        human_bytes(r.working_set.abc),
+        human_bytes(r.working_set.prover)
+    );
+    println!("  partitions in flight (budget peak)  {} (budget {})", r.max_in_flight, human_bytes(r.budget_bytes));
+    println!(
+        "  model: static + {} × working set    {}   (seeds' form static + j × ws: {})",
+        r.max_in_flight,
+        human_bytes(r.model_peak_bytes),
+        human_bytes(r.model_j_bytes)
+    );
+    println!(
+        "  measured peak (sampled, 100 ms)     {}   VmHWM {}  → {}",
+        human_bytes(r.peak_rss_bytes),
+        human_bytes(r.vm_hwm_bytes),
+        if r.memory_model_ok { format!("PASS (within the model + {:.0} %)", MODEL_SLACK * 100.0) } else { "FAIL: the peak exceeds the model".into() }
+    );
+    println!(
+        "leak check: RSS after warm-up {}, after the last drop {} → {:+.2} % {}",
+        human_bytes(r.rss_after_warmup_bytes),
+        human_bytes(r.rss_after_drop_bytes),
+        r.leak_growth * 100.0,
+        if r.leak_ok { "PASS" } else { "FAIL" }
+    );
+    if let Some((g, p, bytes)) = r.projection {
+        println!("projection: {g} GPUs × {p} pipelines would need about {} of host memory (static + {} × measured per-pipeline peak)", human_bytes(bytes), g * p);
+    }
+    println!("all proofs verified with verify_seal: {}", r.all_verified);
+}

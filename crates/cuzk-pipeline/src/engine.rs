@@ -1,0 +1,534 @@
+//! The engine: long-lived stage threads joined by bounded crossbeam channels —
+//! parse (a job source becomes a job: shared PCE and parameters plus one synthesis closure per
+//! partition) → witness (`synthesis_workers` threads; admission against the byte budget
+//! happens here) → mat-vec → prove (`provers_per_device` threads per device) → finalize
+//! (assemble the partition proofs in order, verify, answer). The partition is the unit of
+//! work, so partitions of one proof and of the next flow through together. Any stage's error
+//! or panic fails that proof only (its later partitions are skipped, its budget returned);
+//! the other proofs go on. Dropping the engine (or [`Engine::shutdown`]) drains and joins.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::{Bls12, Scalar};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use cuzk_core::backend::Backend;
+use cuzk_core::groth16::{self, MsmMode, Witness};
+use cuzk_pce::{Evaluations, PreCompiledCircuit};
+use cuzk_witness::WitnessCs;
+use serde::Serialize;
+
+use crate::budget::{Budget, Lease};
+use crate::trace::Trace;
+use crate::PipelineError;
+
+/// Witness synthesis of one partition against its PCE.
+pub type Synthesize = Box<dyn FnOnce(&PreCompiledCircuit) -> Result<WitnessCs, String> + Send>;
+/// Checks a finished proof's bytes (e.g. `verify_seal`).
+pub type VerifyProof = Box<dyn FnOnce(&[u8]) -> Result<(), String> + Send>;
+/// Turns a submission into a job (runs on the parse stage).
+pub type JobSource = Box<dyn FnOnce() -> Result<Job, PipelineError> + Send>;
+
+/// One partition of a job.
+pub struct PartitionInput {
+    pub synthesize: Synthesize,
+    pub r: Scalar,
+    pub s: Scalar,
+}
+
+/// One proof: its shared PCE and parameters (one process-wide copy each), its partitions, and
+/// how to check the result (`None`: returned unverified, by the caller's choice).
+pub struct Job {
+    pub pce: Arc<PreCompiledCircuit>,
+    pub params: Arc<Parameters<Bls12>>,
+    pub partitions: Vec<PartitionInput>,
+    pub verify: Option<VerifyProof>,
+}
+
+/// A device with its backend; its provers' lanes are named after it.
+#[derive(Clone)]
+pub struct Device {
+    pub name: String,
+    pub backend: Arc<dyn Backend>,
+}
+
+/// Engine settings.
+#[derive(Clone)]
+pub struct Config {
+    /// Partitions in witness synthesis at once (the seeds' `-j`).
+    pub synthesis_workers: usize,
+    pub matvec_workers: usize,
+    pub provers_per_device: usize,
+    pub devices: Vec<Device>,
+    /// Host bytes that admitted partitions may hold together.
+    pub budget_bytes: u64,
+    pub mode: MsmMode,
+    /// RSS sampling period of the trace.
+    pub sample_period: Duration,
+    /// Record into this trace (e.g. one a benchmark already marks phases on) instead of a
+    /// fresh one.
+    pub trace: Option<Arc<Trace>>,
+}
+
+impl Config {
+    /// One CPU-backend device, `j` synthesis workers, one prover, a budget of `budget_bytes`.
+    pub fn cpu(j: usize, budget_bytes: u64) -> Self {
+        Config {
+            synthesis_workers: j.max(1),
+            matvec_workers: 1,
+            provers_per_device: 1,
+            devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
+            budget_bytes,
+            mode: MsmMode::Split,
+            sample_period: Duration::from_millis(100),
+            trace: None,
+        }
+    }
+}
+
+/// The host bytes one partition holds between admission and the end of its proof, from the
+/// PCE's counts: the witness (inputs and aux), a, b, c padded to the NTT domain, and the
+/// prover's own buffers (H over the domain, the selected A and B aux scalars).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct WorkingSet {
+    pub witness: u64,
+    pub abc: u64,
+    pub prover: u64,
+}
+
+impl WorkingSet {
+    pub fn of(pce: &PreCompiledCircuit) -> Self {
+        const S: u64 = 32;
+        let domain = pce.num_constraints.max(1).next_power_of_two() as u64;
+        let (ni, na) = (pce.num_inputs as u64, pce.num_aux as u64);
+        let selected = cuzk_pce::matrix::popcount(&pce.a_aux_density) + cuzk_pce::matrix::popcount(&pce.b_aux_density);
+        WorkingSet { witness: S * (ni + na), abc: 3 * S * domain, prover: S * domain + S * selected as u64 }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.witness + self.abc + self.prover
+    }
+}
+
+/// The answer for one submitted job.
+#[derive(Debug)]
+pub struct Outcome {
+    pub id: u64,
+    /// The proof bytes (partition proofs in order), or why there are none.
+    pub result: Result<Vec<u8>, PipelineError>,
+    pub verified: bool,
+    pub submitted_s: f64,
+    pub finished_s: f64,
+}
+
+/// A submitted job's handle.
+#[derive(Debug)]
+pub struct Ticket {
+    pub id: u64,
+    rx: Receiver<Outcome>,
+}
+
+impl Ticket {
+    /// Waits for the outcome.
+    pub fn wait(self) -> Outcome {
+        let id = self.id;
+        self.rx.recv().unwrap_or(Outcome {
+            id,
+            result: Err(PipelineError::Shutdown),
+            verified: false,
+            submitted_s: 0.0,
+            finished_s: 0.0,
+        })
+    }
+
+    /// Waits at most `timeout`; `None` if it is not done yet.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Outcome> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+}
+
+struct Submission {
+    id: u64,
+    source: JobSource,
+    reply: Sender<Outcome>,
+    submitted_s: f64,
+}
+
+struct ProofState {
+    parts: Vec<Option<Proof<Bls12>>>,
+    remaining: usize,
+    error: Option<PipelineError>,
+    verify: Option<VerifyProof>,
+    reply: Sender<Outcome>,
+    submitted_s: f64,
+}
+
+type Registry = Arc<Mutex<HashMap<u64, ProofState>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn failed(reg: &Registry, id: u64) -> bool {
+    lock(reg).get(&id).is_none_or(|s| s.error.is_some())
+}
+
+/// What every partition carries between stages.
+struct Carry {
+    id: u64,
+    k: usize,
+    r: Scalar,
+    s: Scalar,
+    pce: Arc<PreCompiledCircuit>,
+    params: Arc<Parameters<Bls12>>,
+}
+
+struct WitnessItem {
+    c: Carry,
+    synth: Synthesize,
+}
+
+struct MatvecItem {
+    c: Carry,
+    w: WitnessCs,
+    lease: Lease,
+}
+
+struct ProveItem {
+    c: Carry,
+    w: WitnessCs,
+    eval: Evaluations,
+    lease: Lease,
+}
+
+struct Done {
+    id: u64,
+    k: usize,
+    result: Result<Proof<Bls12>, PipelineError>,
+}
+
+fn guarded<T>(stage: &'static str, f: impl FnOnce() -> Result<T, PipelineError>) -> Result<T, PipelineError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let message = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic without a message".into());
+        Err(PipelineError::Panic { stage, message })
+    })
+}
+
+/// The running engine.
+pub struct Engine {
+    submit: Option<Sender<Submission>>,
+    threads: Vec<JoinHandle<()>>,
+    trace: Arc<Trace>,
+    budget: Budget,
+    next_id: AtomicU64,
+    stats: Arc<Stats>,
+}
+
+/// Counters over the engine's life.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    pub partitions_proved: AtomicU64,
+}
+
+impl Engine {
+    /// Starts the stage threads.
+    pub fn start(cfg: Config) -> Result<Engine, PipelineError> {
+        if cfg.devices.is_empty() {
+            return Err(PipelineError::Config("no proving device".into()));
+        }
+        let trace = cfg.trace.clone().unwrap_or_else(Trace::new);
+        trace.start_sampler(cfg.sample_period);
+        let budget = Budget::new(cfg.budget_bytes);
+        let reg: Registry = Arc::default();
+        let stats = Arc::new(Stats::default());
+        let j = cfg.synthesis_workers.max(1);
+        let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
+        let (submit_tx, submit_rx) = unbounded::<Submission>();
+        let (wit_tx, wit_rx) = bounded::<WitnessItem>(j);
+        let (mv_tx, mv_rx) = bounded::<MatvecItem>(cfg.matvec_workers.max(1));
+        let (pr_tx, pr_rx) = bounded::<ProveItem>(provers);
+        let (done_tx, done_rx) = unbounded::<Done>();
+        let mut threads = Vec::new();
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
+        };
+
+        // Parse.
+        {
+            let (trace, reg, done_tx) = (trace.clone(), reg.clone(), done_tx.clone());
+            threads.push(spawn(
+                "cuzk-parse".into(),
+                Box::new(move || {
+                    for sub in submit_rx {
+                        let job = trace.record("parse", sub.id, 0, "parse", "", || guarded("parse", sub.source));
+                        let job = match job {
+                            Ok(j) if j.partitions.is_empty() => Err(PipelineError::Job("the job has no partitions".into())),
+                            other => other,
+                        };
+                        match job {
+                            Err(e) => {
+                                let _ = sub.reply.send(Outcome {
+                                    id: sub.id,
+                                    result: Err(e),
+                                    verified: false,
+                                    submitted_s: sub.submitted_s,
+                                    finished_s: trace.now(),
+                                });
+                            }
+                            Ok(job) => {
+                                let n = job.partitions.len();
+                                lock(&reg).insert(
+                                    sub.id,
+                                    ProofState {
+                                        parts: (0..n).map(|_| None).collect(),
+                                        remaining: n,
+                                        error: None,
+                                        verify: job.verify,
+                                        reply: sub.reply,
+                                        submitted_s: sub.submitted_s,
+                                    },
+                                );
+                                for (k, p) in job.partitions.into_iter().enumerate() {
+                                    let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone() };
+                                    if let Err(e) = wit_tx.send(WitnessItem { c, synth: p.synthesize }) {
+                                        let id = e.0.c.id;
+                                        let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }),
+            )?);
+        }
+
+        // Witness (admission).
+        for wi in 0..j {
+            let (trace, reg, done_tx, rx, tx, budget) =
+                (trace.clone(), reg.clone(), done_tx.clone(), wit_rx.clone(), mv_tx.clone(), budget.clone());
+            threads.push(spawn(
+                format!("cuzk-witness-{wi}"),
+                Box::new(move || {
+                    let lane = format!("witness-{wi}");
+                    for item in rx {
+                        let WitnessItem { c, synth } = item;
+                        if failed(&reg, c.id) {
+                            let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
+                            continue;
+                        }
+                        let r = (|| {
+                            let lease = budget.acquire(WorkingSet::of(&c.pce).total())?;
+                            let w = trace.record("witness", c.id, c.k, &lane, "", || {
+                                guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness))
+                            })?;
+                            Ok((w, lease))
+                        })();
+                        match r {
+                            Ok((w, lease)) => {
+                                let (id, k) = (c.id, c.k);
+                                if tx.send(MatvecItem { c, w, lease }).is_err() {
+                                    let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
+                                }
+                            }
+                            Err(e) => {
+                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(e) });
+                            }
+                        }
+                    }
+                }),
+            )?);
+        }
+        drop(mv_tx);
+
+        // Mat-vec.
+        for mi in 0..cfg.matvec_workers.max(1) {
+            let (trace, reg, done_tx, rx, tx) = (trace.clone(), reg.clone(), done_tx.clone(), mv_rx.clone(), pr_tx.clone());
+            threads.push(spawn(
+                format!("cuzk-matvec-{mi}"),
+                Box::new(move || {
+                    let lane = format!("mat-vec-{mi}");
+                    for MatvecItem { c, w, lease } in rx {
+                        if failed(&reg, c.id) {
+                            let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
+                            continue;
+                        }
+                        let eval = trace.record("mat-vec", c.id, c.k, &lane, "", || {
+                            guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(e.to_string())))
+                        });
+                        match eval {
+                            Ok(eval) => {
+                                let (id, k) = (c.id, c.k);
+                                if tx.send(ProveItem { c, w, eval, lease }).is_err() {
+                                    let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
+                                }
+                            }
+                            Err(e) => {
+                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(e) });
+                            }
+                        }
+                    }
+                }),
+            )?);
+        }
+        drop(pr_tx);
+
+        // Prove.
+        for dev in &cfg.devices {
+            for pi in 0..cfg.provers_per_device.max(1) {
+                let (trace, reg, done_tx, rx, dev, mode, stats) =
+                    (trace.clone(), reg.clone(), done_tx.clone(), pr_rx.clone(), dev.clone(), cfg.mode, stats.clone());
+                threads.push(spawn(
+                    format!("cuzk-prove-{}-{pi}", dev.name),
+                    Box::new(move || {
+                        let lane = format!("prove-{}-{pi}", dev.name);
+                        for ProveItem { c, w, eval, mut lease } in rx {
+                            if failed(&reg, c.id) {
+                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
+                                continue;
+                            }
+                            let abc = WorkingSet::of(&c.pce).abc;
+                            let result = trace.record("prove", c.id, c.k, &lane, &dev.name, || {
+                                guarded("prove", || {
+                                    let d = cuzk_pce::prove::densities(&c.pce);
+                                    let wit = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
+                                    groth16::prove(dev.backend.as_ref(), &c.params, &d, wit, c.r, c.s, mode)
+                                        .map(|(p, _)| p)
+                                        .map_err(|e| PipelineError::Prove(e.to_string()))
+                                })
+                            });
+                            // a, b, c were consumed (and freed) by the prover; the witness goes now.
+                            lease.release(abc);
+                            drop(w);
+                            drop(lease);
+                            if result.is_ok() {
+                                stats.partitions_proved.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let _ = done_tx.send(Done { id: c.id, k: c.k, result });
+                        }
+                    }),
+                )?);
+            }
+        }
+        drop(done_tx);
+
+        // Finalize.
+        {
+            let (trace, reg, stats) = (trace.clone(), reg.clone(), stats.clone());
+            threads.push(spawn(
+                "cuzk-finalize".into(),
+                Box::new(move || {
+                    for d in done_rx {
+                        let finished = {
+                            let mut map = lock(&reg);
+                            let Some(st) = map.get_mut(&d.id) else { continue };
+                            match d.result {
+                                Ok(p) => st.parts[d.k] = Some(p),
+                                Err(PipelineError::Skipped) => {}
+                                Err(e) => {
+                                    if st.error.is_none() {
+                                        tracing::warn!(proof = d.id, partition = d.k, "partition failed: {e}");
+                                        st.error = Some(e);
+                                    }
+                                }
+                            }
+                            st.remaining -= 1;
+                            if st.remaining == 0 {
+                                map.remove(&d.id)
+                            } else {
+                                None
+                            }
+                        };
+                        if let Some(st) = finished {
+                            let (result, verified) = trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.verify));
+                            if result.is_ok() {
+                                stats.completed.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                stats.failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let _ = st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
+                        }
+                    }
+                }),
+            )?);
+        }
+
+        Ok(Engine { submit: Some(submit_tx), threads, trace, budget, next_id: AtomicU64::new(1), stats })
+    }
+
+    /// Queues a job; its outcome comes through the ticket.
+    pub fn submit(&self, source: JobSource) -> Result<Ticket, PipelineError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (reply, rx) = bounded(1);
+        let tx = self.submit.as_ref().ok_or(PipelineError::Shutdown)?;
+        tx.send(Submission { id, source, reply, submitted_s: self.trace.now() }).map_err(|_| PipelineError::Shutdown)?;
+        Ok(Ticket { id, rx })
+    }
+
+    pub fn trace(&self) -> &Arc<Trace> {
+        &self.trace
+    }
+
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Stops taking jobs, lets the queued ones finish, joins every thread and the sampler.
+    pub fn shutdown(mut self) {
+        self.join();
+    }
+
+    fn join(&mut self) {
+        self.submit.take();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.trace.stop_sampler();
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+fn finish(
+    parts: Vec<Option<Proof<Bls12>>>,
+    error: Option<PipelineError>,
+    verify: Option<VerifyProof>,
+) -> (Result<Vec<u8>, PipelineError>, bool) {
+    if let Some(e) = error {
+        return (Err(e), false);
+    }
+    let mut out = Vec::new();
+    for (k, p) in parts.into_iter().enumerate() {
+        let Some(p) = p else {
+            return (Err(PipelineError::Job(format!("partition {k} produced no proof"))), false);
+        };
+        if let Err(e) = p.write(&mut out) {
+            return (Err(PipelineError::Job(format!("serialising partition {k}: {e}"))), false);
+        }
+    }
+    match verify {
+        None => (Ok(out), false),
+        Some(v) => match guarded("verify", || v(&out).map_err(PipelineError::Verify)) {
+            Ok(()) => (Ok(out), true),
+            Err(e) => (Err(e), false),
+        },
+    }
+}

@@ -1,0 +1,238 @@
+//! The engine on small satisfiable circuits (CPU backend): every proof equals bellperson's
+//! `create_proof` for the same r and s and verifies; a partition that fails or panics fails
+//! its own proof only, and all budget comes back; a working set larger than the budget is
+//! refused, not waited on; a tight budget serialises partitions; a verification failure is
+//! caught and nothing is returned; partitions of several proofs really overlap; shutdown with
+//! queued work answers every ticket.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellperson::groth16::{self, Parameters, Proof};
+use blstrs::{Bls12, Scalar};
+use cuzk_core::testing::SatisfiedCircuit;
+use cuzk_pce::paramgen::{generate_for, Secrets};
+use cuzk_pce::{extract, PreCompiledCircuit};
+use cuzk_pipeline::engine::{Synthesize, VerifyProof};
+use cuzk_pipeline::{Config, Engine, Job, JobSource, PartitionInput, PipelineError, WorkingSet};
+use ff::Field;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+const STEPS: usize = 400;
+
+struct Fixture {
+    circuit: SatisfiedCircuit,
+    pce: Arc<PreCompiledCircuit>,
+    params: Arc<Parameters<Bls12>>,
+}
+
+fn fixture() -> Fixture {
+    let circuit = SatisfiedCircuit { seed: 3, steps: STEPS };
+    let pce = Arc::new(extract(circuit.clone()).unwrap());
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let params = Arc::new(generate_for(circuit.clone(), &Secrets::random(&mut rng)).unwrap().0);
+    Fixture { circuit, pce, params }
+}
+
+fn rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+}
+
+/// Synthesis of `c`, taking at least `delay` (so that stages visibly overlap).
+fn synth_ok(c: SatisfiedCircuit, delay: Duration) -> Synthesize {
+    Box::new(move |pce: &PreCompiledCircuit| {
+        std::thread::sleep(delay);
+        cuzk_pce::porep::checked_witness(c, pce).map_err(|e| e.to_string())
+    })
+}
+
+/// A job of `rs.len()` partitions; `bad` replaces one partition's synthesis.
+fn job(f: &Fixture, rs: &[(Scalar, Scalar)], bad: Option<(usize, Synthesize)>, verify: Option<VerifyProof>) -> JobSource {
+    job_with_delay(f, rs, bad, verify, Duration::ZERO)
+}
+
+fn job_with_delay(
+    f: &Fixture,
+    rs: &[(Scalar, Scalar)],
+    bad: Option<(usize, Synthesize)>,
+    verify: Option<VerifyProof>,
+    delay: Duration,
+) -> JobSource {
+    let (pce, params, circuit) = (f.pce.clone(), f.params.clone(), f.circuit.clone());
+    let rs = rs.to_vec();
+    let mut bad = bad;
+    Box::new(move || {
+        let partitions = rs
+            .iter()
+            .enumerate()
+            .map(|(k, &(r, s))| {
+                let synthesize = match bad.take() {
+                    Some((i, b)) if i == k => b,
+                    other => {
+                        bad = other;
+                        synth_ok(circuit.clone(), delay)
+                    }
+                };
+                PartitionInput { synthesize, r, s }
+            })
+            .collect();
+        Ok(Job { pce, params, partitions, verify })
+    })
+}
+
+fn reference(f: &Fixture, rs: &[(Scalar, Scalar)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &(r, s) in rs {
+        groth16::create_proof(f.circuit.clone(), &*f.params, r, s).unwrap().write(&mut out).unwrap();
+    }
+    out
+}
+
+fn verifies(f: &Fixture, bytes: &[u8]) -> bool {
+    let pvk = groth16::prepare_verifying_key(&f.params.vk);
+    let w = cuzk_witness::witness(f.circuit.clone(), f.pce.num_inputs, f.pce.num_aux).unwrap();
+    bytes.chunks(cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES).all(|c| {
+        let p = Proof::<Bls12>::read(c).unwrap();
+        groth16::verify_proof(&pvk, &p, &w.inputs[1..]).unwrap()
+    })
+}
+
+fn roomy() -> u64 {
+    1 << 34
+}
+
+#[test]
+fn proofs_equal_bellpersons_and_verify_with_several_proofs_in_flight() {
+    let f = fixture();
+    let mut cfg = Config::cpu(3, roomy());
+    cfg.provers_per_device = 2;
+    let engine = Engine::start(cfg).unwrap();
+    let sets: Vec<Vec<(Scalar, Scalar)>> = (0..5).map(|k| rs(k, 3)).collect();
+    let delay = Duration::from_millis(40);
+    let tickets: Vec<_> = sets.iter().map(|s| engine.submit(job_with_delay(&f, s, None, None, delay)).unwrap()).collect();
+    for (t, s) in tickets.into_iter().zip(&sets) {
+        let out = t.wait();
+        let bytes = out.result.unwrap();
+        assert_eq!(bytes, reference(&f, s), "proof {} differs from bellperson's for the same r, s", out.id);
+        assert!(verifies(&f, &bytes));
+        assert!(!out.verified, "no verifier was given, so the outcome must not claim verification");
+    }
+    // Partitions of different proofs were in flight together.
+    let ev = engine.trace().events();
+    let witness: Vec<_> = ev.iter().filter(|e| e.stage == "witness").collect();
+    assert_eq!(witness.len(), 15);
+    let overlapping = witness.iter().any(|a| witness.iter().any(|b| a.proof != b.proof && a.start_s < b.end_s && b.start_s < a.end_s));
+    assert!(overlapping, "with 3 synthesis workers, partitions of different proofs must overlap");
+    assert_eq!(engine.budget().in_use(), 0);
+    assert_eq!(engine.stats().completed.load(Ordering::Relaxed), 5);
+}
+
+#[test]
+fn a_failing_or_panicking_partition_fails_its_proof_only_and_returns_its_budget() {
+    let f = fixture();
+    let engine = Engine::start(Config::cpu(2, roomy())).unwrap();
+    let good1 = rs(1, 2);
+    let t1 = engine.submit(job(&f, &good1, None, None)).unwrap();
+    let fail: Synthesize = Box::new(|_: &PreCompiledCircuit| Err("injected synthesis failure".to_string()));
+    let t2 = engine.submit(job(&f, &rs(2, 3), Some((1, fail)), None)).unwrap();
+    let boom: Synthesize = Box::new(|_: &PreCompiledCircuit| panic!("injected panic"));
+    let t3 = engine.submit(job(&f, &rs(3, 2), Some((0, boom)), None)).unwrap();
+    let bad_source: JobSource = Box::new(|| Err(PipelineError::Job("garbage C1".into())));
+    let t4 = engine.submit(bad_source).unwrap();
+    let good5 = rs(5, 2);
+    let t5 = engine.submit(job(&f, &good5, None, None)).unwrap();
+
+    assert_eq!(t1.wait().result.unwrap(), reference(&f, &good1));
+    match t2.wait().result {
+        Err(PipelineError::Witness(m)) => assert!(m.contains("injected synthesis failure"), "{m}"),
+        other => panic!("expected the witness error, got {other:?}"),
+    }
+    match t3.wait().result {
+        Err(PipelineError::Panic { stage: "witness", message }) => assert!(message.contains("injected panic")),
+        other => panic!("expected the panic to fail the job, got {other:?}"),
+    }
+    match t4.wait().result {
+        Err(PipelineError::Job(m)) => assert_eq!(m, "garbage C1"),
+        other => panic!("expected the parse error, got {other:?}"),
+    }
+    assert_eq!(t5.wait().result.unwrap(), reference(&f, &good5), "the engine must keep serving after failures");
+    assert_eq!(engine.budget().in_use(), 0, "budget leaked by a failed job");
+    assert_eq!(engine.stats().failed.load(Ordering::Relaxed), 2);
+    engine.shutdown();
+    assert_eq!(Arc::strong_count(&f.pce), 1, "a stage still holds the PCE after shutdown");
+    assert_eq!(Arc::strong_count(&f.params), 1, "a stage still holds the parameters after shutdown");
+}
+
+#[test]
+fn the_byte_budget_refuses_what_can_never_fit_and_serialises_what_barely_fits() {
+    let f = fixture();
+    let ws = WorkingSet::of(&f.pce).total();
+    let small = Engine::start(Config::cpu(2, ws - 1)).unwrap();
+    match small.submit(job(&f, &rs(1, 2), None, None)).unwrap().wait().result {
+        Err(PipelineError::OverBudget { need, budget }) => assert_eq!((need, budget), (ws, ws - 1)),
+        other => panic!("expected OverBudget, got {other:?}"),
+    }
+    drop(small);
+
+    // Room for exactly one partition: three workers, but never two partitions admitted at once.
+    let mut cfg = Config::cpu(3, ws + ws / 2);
+    cfg.provers_per_device = 2;
+    let tight = Engine::start(cfg).unwrap();
+    let sets: Vec<_> = (0..3).map(|k| rs(10 + k, 2)).collect();
+    let tickets: Vec<_> = sets.iter().map(|s| tight.submit(job(&f, s, None, None)).unwrap()).collect();
+    for (t, s) in tickets.into_iter().zip(&sets) {
+        assert_eq!(t.wait().result.unwrap(), reference(&f, s));
+    }
+    assert!(tight.budget().high_water() <= ws + ws / 2 && tight.budget().high_water() >= ws);
+    let ev = tight.trace().events();
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    for p in 1..=3u64 {
+        for k in 0..2 {
+            let start = ev.iter().find(|e| e.stage == "witness" && e.proof == p && e.partition == k).unwrap().start_s;
+            let end = ev.iter().find(|e| e.stage == "prove" && e.proof == p && e.partition == k).unwrap().end_s;
+            spans.push((start, end));
+        }
+    }
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            assert!(a.1 <= b.0 || b.1 <= a.0, "two partitions held the budget at once: {a:?} {b:?}");
+        }
+    }
+}
+
+#[test]
+fn a_verification_failure_is_caught_and_no_proof_is_returned() {
+    let f = fixture();
+    let engine = Engine::start(Config::cpu(1, roomy())).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let reject: VerifyProof = Box::new(move |bytes: &[u8]| {
+        c.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(bytes.len(), 2 * cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES);
+        Err("injected: verifier says no".into())
+    });
+    match engine.submit(job(&f, &rs(4, 2), None, Some(reject))).unwrap().wait().result {
+        Err(PipelineError::Verify(m)) => assert!(m.contains("verifier says no")),
+        other => panic!("a proof that fails verification must not be returned: {other:?}"),
+    }
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    let pvk_f = fixture();
+    let accept: VerifyProof = Box::new(move |bytes: &[u8]| if verifies(&pvk_f, bytes) { Ok(()) } else { Err("invalid".into()) });
+    let out = engine.submit(job(&f, &rs(5, 2), None, Some(accept))).unwrap().wait();
+    assert!(out.result.is_ok() && out.verified);
+}
+
+#[test]
+fn shutdown_finishes_queued_jobs_and_refuses_no_ticket() {
+    let f = fixture();
+    let engine = Engine::start(Config::cpu(1, roomy())).unwrap();
+    let tickets: Vec<_> = (0..3).map(|k| engine.submit(job(&f, &rs(20 + k, 1), None, None)).unwrap()).collect();
+    engine.shutdown();
+    for t in tickets {
+        let out = t.wait_timeout(Duration::from_secs(1)).expect("every queued job is answered by shutdown");
+        assert!(out.result.is_ok(), "{:?}", out.result);
+    }
+}

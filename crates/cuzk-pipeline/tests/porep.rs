@@ -1,0 +1,35 @@
+//! PoRep jobs from the bundled 2 KiB C1: every job of a proof type references the one
+//! process-wide PCE and parameter set (shared, not copied), with one partition input per
+//! partition; a wrong number of (r, s) pairs is refused with a message. (Proving real C1s
+//! through the engine, verified with verify_seal, is the CLI test `prove_several_c1_files_*`.)
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cuzk_core::porep::c1::C1;
+use cuzk_core::porep::init_env;
+use cuzk_core::porep::sector::SectorMeta;
+use cuzk_pipeline::porep::{job, PorepOptions};
+use cuzk_pipeline::PipelineError;
+
+#[test]
+fn jobs_share_one_pce_and_one_parameter_set() {
+    init_env().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json");
+    let c1 = Arc::new(C1::load(&path, None).unwrap());
+    cuzk_pce::setup::ensure(c1.registered_proof, None).unwrap();
+    let id = SectorMeta::load(&path.with_file_name("c1.meta.json")).unwrap().identity();
+    let a = job(c1.clone(), id, PorepOptions::default())().unwrap();
+    let b = job(c1.clone(), id, PorepOptions { randomness: None, verify: false })().unwrap();
+    assert!(Arc::ptr_eq(&a.pce, &b.pce), "two jobs hold different PCE copies");
+    assert!(Arc::ptr_eq(&a.params, &b.params), "two jobs hold different parameter copies");
+    assert_eq!(a.partitions.len(), usize::from(c1.porep_config().partitions));
+    assert!(a.verify.is_some() && b.verify.is_none());
+
+    let two = vec![(blstrs::Scalar::from(1u64), blstrs::Scalar::from(2u64)); 2];
+    match job(c1, id, PorepOptions { randomness: Some(two), verify: true })() {
+        Err(PipelineError::Job(m)) => assert!(m.contains("2 (r, s) pairs for 1 partitions"), "{m}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a wrong number of (r, s) pairs must be refused"),
+    }
+}
