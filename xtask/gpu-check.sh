@@ -24,7 +24,7 @@ cd "$here"
 export RUST_LOG="${RUST_LOG:-info}"
 : "${MAX_LOG:=26}"
 : "${STEPS:=selftest supraseal pipeline scaling}"
-: "${PIPE_N:=12}"
+: "${PIPE_N:=36}"
 rc=0
 step() { # name timeout command...
   local name="$1" limit="$2"

@@ -180,6 +180,10 @@ struct ProveArgs {
     /// With several C1 files: syntheses in flight in the pipeline.
     #[arg(short = 'j', long = "jobs", default_value_t = 2)]
     jobs: usize,
+    /// With several C1 files: provers per device (2 overlaps one proof's host work with
+    /// another's device work).
+    #[arg(long, default_value_t = 1)]
+    provers_per_device: usize,
     #[command(flatten)]
     sector: SectorArgs,
     #[command(flatten)]
@@ -471,6 +475,7 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
     let mut cfg = cuzk_pipeline::Config::cpu(a.jobs, cuzk_pipeline::budget::default_budget());
     cfg.devices = make_devices(a.engine.backend)?;
+    cfg.provers_per_device = a.provers_per_device.max(1);
     let engine = cuzk_pipeline::Engine::start(cfg)?;
     let opts = cuzk_pipeline::porep::PorepOptions { randomness: None, verify: !a.no_verify };
     let tickets: Vec<_> = inputs
@@ -803,7 +808,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::PcePipeline(a) => return pipeline_bench::run(a),
+        BenchCmd::PcePipeline(a) => pipeline_bench::run(a),
         BenchCmd::Backend { backend, min_log, max_log, json } => {
             if min_log > max_log || max_log > 28 {
                 bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");

@@ -36,19 +36,26 @@ extern "C" void CUZK_FN(free)(void *handle)
     delete b;
 }
 
-// sum over i of scalars[i]·bases[i] for the first n resident bases.
-extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+// sum over i of scalars[i]·bases[i] for the first n resident bases; `scalars` is a host
+// pointer or a dev_ptr_t (sppark picks the transfer from its type). dev_ptr_t<affine_t> for
+// the bases (not of mem_t): sppark then forwards to its host-pointer overload with a null host
+// pointer and the device bases, instead of recursing.
+template<typename scalars_t>
+static void CUZK_FN(resident_msm)(void *handle, scalars_t scalars, size_t n, point_t *out)
 {
-    CUZK_TRY
     auto *b = static_cast<bases_t *>(handle);
     if (n > b->n) throw cuda_error{-1, std::string("more scalars than resident bases")};
     const gpu_t &gpu = select_gpu(b->dev);
     gpu.select();
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), b->dev};
-    // dev_ptr_t<affine_t> (not of mem_t): sppark then forwards to its host-pointer overload
-    // with a null host pointer and the device bases, instead of recursing.
     dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
     cuzk_throw_if(msm.invoke(*out, pts, n, scalars, true, sizeof(affine_t)), "MSM failed");
+}
+
+extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    CUZK_FN(resident_msm)(handle, scalars, n, out);
     CUZK_CATCH
 }
 
@@ -56,14 +63,8 @@ extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size
 extern "C" int CUZK_FN(msm_resident_dev)(void *handle, const void *d_scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
 {
     CUZK_TRY
-    auto *b = static_cast<bases_t *>(handle);
-    if (n > b->n) throw cuda_error{-1, std::string("more scalars than resident bases")};
-    const gpu_t &gpu = select_gpu(b->dev);
-    gpu.select();
-    msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), b->dev};
-    dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
     dev_ptr_t<scalar_t> sc{static_cast<scalar_t *>(const_cast<void *>(d_scalars)), n};
-    cuzk_throw_if(msm.invoke(*out, pts, n, sc, true, sizeof(affine_t)), "MSM failed");
+    CUZK_FN(resident_msm)(handle, sc, n, out);
     CUZK_CATCH
 }
 

@@ -82,6 +82,20 @@ extern "C" void cuzk_device_free(int dev, void *p)
     cudaFree(p);
 }
 
+// Page-locked host memory for staging uploads (DMA at full link speed, truly asynchronous).
+extern "C" int cuzk_host_alloc(int dev, size_t bytes, void **p, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    select_gpu(dev).select();
+    CUDA_OK(cudaMallocHost(p, bytes));
+    CUZK_CATCH
+}
+
+extern "C" void cuzk_host_free(void *p)
+{
+    if (p) cudaFreeHost(p);
+}
+
 // H = (a·b − c)/Z on the coset, as n − 1 values. With `keep` null, H is downloaded into `h`;
 // otherwise it stays on the device and *keep receives its buffer (free with cuzk_device_free).
 extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, size_t lb, const fr_t *c, size_t lc,

@@ -1,9 +1,10 @@
 //! The CUDA backend proper: device selection, the resident-bases cache (one upload per SRS
 //! section per process, keyed by the host slice and a fingerprint of its points), the split
-//! MSM (bitmap sum of the 0/1 scalars on the device + sppark Pippenger over the rest), NTTs and
-//! the resident quotient. Small inputs go to the CPU backend, where a launch costs more than
-//! the work. Calls on one device are serialised (sppark's batched-addition kernel keeps a
-//! per-device counter).
+//! MSM (bitmap sum of the 0/1 scalars on the device + sppark Pippenger over the rest), NTTs,
+//! the resident quotient (a, b, c staged through pooled pinned host buffers, filled before the
+//! device lock is taken) and the fused quotient + H MSM, where H never leaves the device.
+//! Small inputs go to the CPU backend, where a launch costs more than the work. Calls on one
+//! device are serialised (sppark's batched-addition kernel keeps a per-device counter).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -155,13 +156,60 @@ fn fingerprint<P>(bases: &[P]) -> u64 {
     h
 }
 
+/// A page-locked host buffer that the quotient stages a, b, c through. Buffers are pooled
+/// (one per concurrent prover), filled outside the device lock and reused by later proofs.
+struct Staging {
+    ptr: *mut std::ffi::c_void,
+    bytes: usize,
+}
+
+// SAFETY: a plain host allocation, used by one thread at a time (taken out of the pool).
+unsafe impl Send for Staging {}
+
+impl Staging {
+    fn alloc(dev: i32, bytes: usize) -> Result<Staging, GpuError> {
+        let mut p = std::ptr::null_mut();
+        // SAFETY: out-parameter for a fresh allocation of `bytes`.
+        call("cudaMallocHost", |m, c| unsafe { ffi::cuzk_host_alloc(dev, bytes, &mut p, m, c) })?;
+        Ok(Staging { ptr: p, bytes })
+    }
+
+    /// The first `count` scalars of the buffer (which holds at least that many).
+    fn scalars(&mut self, count: usize) -> &mut [Scalar] {
+        assert!(count * std::mem::size_of::<Scalar>() <= self.bytes);
+        // SAFETY: the allocation holds at least `count` scalars, is page-aligned, and is
+        // borrowed mutably through `self` only.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut Scalar, count) }
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // SAFETY: our own allocation, freed once.
+        unsafe { ffi::cuzk_host_free(self.ptr) }
+    }
+}
+
+/// Copies `src` into `dst` on all cores (a fresh pinned buffer is no slower to fill than to
+/// read, and one thread would not keep up with the DMA).
+fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
+    use rayon::prelude::*;
+    const B: usize = 1 << 15;
+    dst.par_chunks_mut(B).zip(src.par_chunks(B)).for_each(|(d, s)| d.copy_from_slice(s));
+}
+
 /// The CUDA backend on one device.
 pub struct CudaBackend {
     dev: i32,
     name: String,
     cpu: CpuBackend,
     resident: Mutex<Vec<Arc<Resident>>>,
+    /// Serialises device calls.
     lock: Mutex<()>,
+    /// Pinned staging buffers not in use.
+    staging: Mutex<Vec<Staging>>,
+    /// Set once pinned allocation failed: uploads then go from pageable memory.
+    no_pinned: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -181,6 +229,8 @@ impl CudaBackend {
             cpu: CpuBackend::new(),
             resident: Mutex::new(Vec::new()),
             lock: Mutex::new(()),
+            staging: Mutex::new(Vec::new()),
+            no_pinned: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -224,7 +274,7 @@ impl CudaBackend {
         let mut out = P::RawProj::default();
         let s = scalars.as_ptr() as *const blst::blst_fr;
         // Timed from lock acquisition, so the log holds device-call time, not waiting.
-        let mut t = Instant::now();
+        let t;
         if n >= RESIDENT_FROM {
             let r = self.resident(bases)?;
             let _g = self.lock.lock().unwrap();
@@ -268,8 +318,32 @@ impl CudaBackend {
         Ok(P::from_raw(out))
     }
 
-    /// The quotient on the device (the caller holds the device lock): downloaded into `h`
-    /// (n − 1 values) when given, else left on the device and its buffer returned.
+    /// A pinned buffer of at least `count` scalars from the pool (or a new one), `None` when
+    /// the driver refuses pinned memory.
+    fn take_staging(&self, count: usize) -> Option<Staging> {
+        use std::sync::atomic::Ordering;
+        let bytes = count * std::mem::size_of::<Scalar>();
+        let mut pool = self.staging.lock().unwrap();
+        if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
+            return Some(pool.swap_remove(i));
+        }
+        drop(pool);
+        if self.no_pinned.load(Ordering::Relaxed) {
+            return None;
+        }
+        match Staging::alloc(self.dev, bytes) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!(error = %e, bytes, "no pinned staging buffer; uploads use pageable memory");
+                self.no_pinned.store(true, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// The quotient on the device: a, b, c staged through pinned memory (filled before the
+    /// device lock is taken), H downloaded into `h` (n − 1 values) when given, else left on the
+    /// device and its buffer returned.
     fn quotient_on_device(
         &self,
         a: &[Scalar],
@@ -278,6 +352,25 @@ impl CudaBackend {
         n: usize,
         h: Option<*mut Scalar>,
     ) -> BackendResult<*mut std::ffi::c_void> {
+        let t = Instant::now();
+        let mut staging = self.take_staging(a.len() + b.len() + c.len());
+        let pinned = staging.as_mut().map(|s| {
+            let buf = s.scalars(a.len() + b.len() + c.len());
+            let (pa, rest) = buf.split_at_mut(a.len());
+            let (pb, pc) = rest.split_at_mut(b.len());
+            par_copy(pa, a);
+            par_copy(pb, b);
+            par_copy(pc, c);
+            (&*pa, &*pb, &*pc)
+        });
+        let (a, b, c) = match pinned {
+            Some(p) => {
+                log("quotient: stage a, b, c into pinned memory (host copy)", t.elapsed().as_secs_f64());
+                p
+            }
+            None => (a, b, c),
+        };
+        let _g = self.lock.lock().unwrap();
         let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
         let zinv: Scalar = Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))?;
         let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
@@ -310,6 +403,10 @@ impl CudaBackend {
             log(*stage, v / 1e3);
         }
         log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        drop(_g);
+        if let Some(s) = staging {
+            self.staging.lock().unwrap().push(s);
+        }
         Ok(keep)
     }
 
@@ -385,7 +482,6 @@ impl Ntt for CudaBackend {
             return self.cpu.quotient(a, b, c);
         }
         let mut h = Vec::with_capacity(n - 1);
-        let _g = self.lock.lock().unwrap();
         self.quotient_on_device(&a, &b, &c, n, Some(h.spare_capacity_mut().as_mut_ptr() as *mut Scalar))?;
         // SAFETY: the device wrote all n − 1 values into the spare capacity.
         unsafe { h.set_len(n - 1) };
@@ -408,14 +504,10 @@ impl Backend for CudaBackend {
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
         let n = domain_size(a.len().max(b.len()).max(c.len()))?;
         if n < NTT_CPU_BELOW || h_bases.len() < RESIDENT_FROM {
-            let t = Instant::now();
-            let h = self.quotient(a, b, c)?;
-            let q = t.elapsed();
-            return Ok((self.msm_gpu(h_bases, &h)?, q));
+            return cuzk_core::backend::quotient_then_msm_h(self, a, b, c, h_bases);
         }
         check_lengths(h_bases.len(), n - 1)?;
         let r = self.resident(h_bases)?;
-        let _g = self.lock.lock().unwrap();
         let t = Instant::now();
         let d_h = self.quotient_on_device(&a, &b, &c, n, None)?;
         let q = t.elapsed();
@@ -429,6 +521,7 @@ impl Backend for CudaBackend {
         }
         let d_h = DeviceBuf(self.dev, d_h);
         let mut out = blst::blst_p1::default();
+        let _g = self.lock.lock().unwrap();
         let t = Instant::now();
         // SAFETY: d_h holds n − 1 scalars on this device; r holds n − 1 resident bases.
         call("msm h (device scalars)", |m, c| unsafe {

@@ -236,3 +236,28 @@ fn shutdown_finishes_queued_jobs_and_refuses_no_ticket() {
         assert!(out.result.is_ok(), "{:?}", out.result);
     }
 }
+
+#[test]
+fn partitions_spread_over_several_devices() {
+    // Two simulated devices (CPU backends under device names): the multi-device paths of the
+    // engine — one prover lane group per device, per-device busy accounting — with no GPU.
+    let f = fixture();
+    let mut cfg = Config::cpu(4, roomy());
+    let cpu = || Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn cuzk_core::backend::Backend>;
+    cfg.devices = vec![
+        cuzk_pipeline::Device { name: "sim0".into(), backend: cpu() },
+        cuzk_pipeline::Device { name: "sim1".into(), backend: cpu() },
+    ];
+    let engine = Engine::start(cfg).unwrap();
+    let sets: Vec<_> = (0..6).map(|k| rs(30 + k, 2)).collect();
+    let delay = Duration::from_millis(20);
+    let tickets: Vec<_> = sets.iter().map(|s| engine.submit(job_with_delay(&f, s, None, None, delay)).unwrap()).collect();
+    for (t, s) in tickets.into_iter().zip(&sets) {
+        assert_eq!(t.wait().result.unwrap(), reference(&f, s));
+    }
+    let busy = engine.trace().device_busy();
+    assert_eq!(busy.keys().cloned().collect::<Vec<_>>(), vec!["sim0".to_string(), "sim1".to_string()], "both devices must prove");
+    let lanes: std::collections::BTreeSet<String> =
+        engine.trace().events().into_iter().filter(|e| e.stage == "prove").map(|e| e.lane).collect();
+    assert_eq!(lanes.len(), 2, "{lanes:?}");
+}

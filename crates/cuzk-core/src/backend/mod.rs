@@ -156,11 +156,23 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt {
         c: Vec<Scalar>,
         h_bases: &[G1Affine],
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
-        let t = std::time::Instant::now();
-        let h = self.quotient(a, b, c)?;
-        let q = t.elapsed();
-        Ok((Msm::<G1Affine>::msm(self, h_bases, &h)?, q))
+        quotient_then_msm_h(self, a, b, c, h_bases)
     }
+}
+
+/// The two-step quotient + H MSM (H through host memory), with the quotient's time: the
+/// default of [`Backend::quotient_msm_h`] and a device backend's fallback for small inputs.
+pub fn quotient_then_msm_h<B: Backend + ?Sized>(
+    backend: &B,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    h_bases: &[G1Affine],
+) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
+    let t = std::time::Instant::now();
+    let h = backend.quotient(a, b, c)?;
+    let q = t.elapsed();
+    Ok((Msm::<G1Affine>::msm(backend, h_bases, &h)?, q))
 }
 
 /// The smallest power of two holding `len` values (at least 1), or an error past 2^32.

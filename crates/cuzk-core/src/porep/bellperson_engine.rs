@@ -30,7 +30,7 @@ pub fn circuits<Tree: 'static + MerkleTreeTrait>(
         .map(|(k, proof)| {
             <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
                 &p.public_inputs,
-                Default::default(),
+                (),
                 proof,
                 &p.public_params.vanilla_params,
                 Some(k),
