@@ -19,7 +19,7 @@ use cuzk_core::mem::{self, human_bytes, StageTracer};
 use cuzk_core::params::write_atomically;
 use cuzk_core::porep::{bellperson_engine, setup, verify};
 use cuzk_pipeline::porep::{job, PorepOptions};
-use cuzk_pipeline::trace::busy_fraction;
+use cuzk_pipeline::trace::StageSummary;
 use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
 use serde::Serialize;
 
@@ -90,14 +90,6 @@ struct OldReport {
 }
 
 #[derive(Serialize)]
-struct StageRow {
-    stage: String,
-    count: usize,
-    mean_s: f64,
-    total_s: f64,
-}
-
-#[derive(Serialize)]
 struct Report {
     c1: String,
     backend: String,
@@ -142,7 +134,7 @@ struct Report {
     /// run over the steady-state window, per GPU: the GPU's own busy fraction.
     device_call_fraction: Option<f64>,
     device_call_s: f64,
-    stages: Vec<StageRow>,
+    stages: Vec<StageSummary>,
     all_verified: bool,
     projection: Option<(usize, usize, u64)>,
 }
@@ -259,20 +251,11 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let rss_drop = mark("after drop (engine shut down, malloc_trim)");
     trace.stop_sampler();
 
-    let events: Vec<_> = trace.events().into_iter().filter(|e| ids.contains(&e.proof)).collect();
-    let mut device_busy = Vec::new();
-    for d in &devices {
-        let iv: Vec<(f64, f64)> = events.iter().filter(|e| e.stage == "prove" && e.device == d.name).map(|e| (e.start_s, e.end_s)).collect();
-        device_busy.push((d.name.clone(), busy_fraction(iv)));
-    }
-    let mut stages = Vec::new();
-    for st in ["parse", "witness", "mat-vec", "prove", "finalize"] {
-        let v: Vec<f64> = events.iter().filter(|e| e.stage == st).map(|e| e.end_s - e.start_s).collect();
-        if !v.is_empty() {
-            let total: f64 = v.iter().sum();
-            stages.push(StageRow { stage: st.into(), count: v.len(), mean_s: total / v.len() as f64, total_s: total });
-        }
-    }
+    let measured = |e: &cuzk_pipeline::trace::Event| ids.contains(&e.proof);
+    let busy = trace.device_busy(measured);
+    let device_busy: Vec<(String, f64)> = devices.iter().map(|d| (d.name.clone(), busy.get(&d.name).copied().unwrap_or(0.0))).collect();
+    let stages = trace.stage_summaries(measured);
+    let events: Vec<_> = trace.events().into_iter().filter(measured).collect();
     let prove_iv: Vec<(f64, f64)> = events.iter().filter(|e| e.stage == "prove").map(|e| (e.start_s, e.end_s)).collect();
     let window = prove_iv.iter().map(|x| x.1).fold(f64::MIN, f64::max) - prove_iv.iter().map(|x| x.0).fold(f64::MAX, f64::min);
     let gpu_devices = devices.iter().filter(|d| d.name.starts_with("gpu")).count();

@@ -186,6 +186,8 @@ struct Carry {
     s: Scalar,
     pce: Arc<PreCompiledCircuit>,
     params: Arc<Parameters<Bls12>>,
+    /// The job's working set per partition (computed once per job).
+    ws: WorkingSet,
 }
 
 struct WitnessItem {
@@ -299,8 +301,9 @@ impl Engine {
                                         submitted_s: sub.submitted_s,
                                     },
                                 );
+                                let ws = WorkingSet::of(&job.pce);
                                 for (k, p) in job.partitions.into_iter().enumerate() {
-                                    let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone() };
+                                    let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
                                     if let Err(e) = wit_tx.send(WitnessItem { c, synth: p.synthesize }) {
                                         let id = e.0.c.id;
                                         let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
@@ -328,7 +331,7 @@ impl Engine {
                             continue;
                         }
                         let r = (|| {
-                            let lease = budget.acquire(WorkingSet::of(&c.pce).total())?;
+                            let lease = budget.acquire(c.ws.total())?;
                             let w = trace.record("witness", c.id, c.k, &lane, "", || {
                                 guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness))
                             })?;
@@ -397,7 +400,7 @@ impl Engine {
                                 let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
                                 continue;
                             }
-                            let abc = WorkingSet::of(&c.pce).abc;
+                            let abc = c.ws.abc;
                             let result = trace.record("prove", c.id, c.k, &lane, &dev.name, || {
                                 guarded("prove", || {
                                     let d = cuzk_pce::prove::densities(&c.pce);

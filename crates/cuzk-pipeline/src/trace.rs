@@ -164,24 +164,26 @@ impl Trace {
         self.samples().iter().filter(|s| s.t_s >= from && s.t_s <= to).map(|s| s.rss_bytes).max().unwrap_or(0)
     }
 
-    pub fn stage_summaries(&self) -> Vec<StageSummary> {
-        let mut by: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
-        for e in self.events() {
-            by.entry(e.stage).or_default().push(e.end_s - e.start_s);
+    /// Totals per stage over the events `keep` selects, in schedule order.
+    pub fn stage_summaries(&self, keep: impl Fn(&Event) -> bool) -> Vec<StageSummary> {
+        let mut by: BTreeMap<(usize, &'static str), Vec<f64>> = BTreeMap::new();
+        for e in self.events().into_iter().filter(|e| keep(e)) {
+            by.entry((stage_rank(e.stage), e.stage)).or_default().push(e.end_s - e.start_s);
         }
         by.into_iter()
-            .map(|(stage, v)| {
+            .map(|((_, stage), v)| {
                 let total_s: f64 = v.iter().sum();
                 StageSummary { stage, count: v.len(), total_s, mean_s: total_s / v.len() as f64, max_s: v.iter().cloned().fold(0.0, f64::max) }
             })
             .collect()
     }
 
-    /// For each device, the fraction of its steady-state window (first prove start to last
-    /// prove end on that device) during which at least one of its provers was busy.
-    pub fn device_busy(&self) -> BTreeMap<String, f64> {
+    /// For each device with prove stages among the events `keep` selects, the fraction of its
+    /// steady-state window (first prove start to last prove end on that device) during which at
+    /// least one of its provers was busy.
+    pub fn device_busy(&self, keep: impl Fn(&Event) -> bool) -> BTreeMap<String, f64> {
         let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-        for e in self.events().into_iter().filter(|e| e.stage == "prove") {
+        for e in self.events().into_iter().filter(|e| e.stage == "prove" && keep(e)) {
             by.entry(e.device.clone()).or_default().push((e.start_s, e.end_s));
         }
         by.into_iter().map(|(d, v)| (d, busy_fraction(v))).collect()
@@ -215,6 +217,13 @@ pub fn busy_fraction(mut v: Vec<(f64, f64)>) -> f64 {
     } else {
         1.0
     }
+}
+
+/// The engine's stages in schedule order.
+pub const STAGES: [&str; 5] = ["parse", "witness", "mat-vec", "prove", "finalize"];
+
+fn stage_rank(stage: &str) -> usize {
+    STAGES.iter().position(|s| *s == stage).unwrap_or(STAGES.len())
 }
 
 fn stage_colour(stage: &str) -> &'static str {
@@ -299,7 +308,7 @@ fn render_svg(title: &str, samples: &[Sample], events: &[Event], marks: &[Mark])
     }
     let _ = writeln!(s, r#"<text x="{left}" y="{:.1}">0 s</text><text x="{:.1}" y="{:.1}" text-anchor="end">{t_end:.1} s</text>"#, h - 12.0, w - right, h - 12.0);
     let mut lx = left + 80.0;
-    for st in ["parse", "witness", "mat-vec", "prove", "finalize"] {
+    for st in STAGES {
         let _ = writeln!(s, r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{st}</text>"#, h - 21.0, stage_colour(st), lx + 13.0, h - 12.0);
         lx += 80.0;
     }
@@ -331,7 +340,7 @@ mod tests {
         t.mark("end");
         t.stop_sampler();
         assert_eq!(v, 7);
-        let sum = t.stage_summaries();
+        let sum = t.stage_summaries(|_| true);
         let w = sum.iter().find(|s| s.stage == "witness").unwrap();
         assert_eq!(w.count, 1);
         assert!(w.total_s >= 0.019, "{}", w.total_s);

@@ -255,7 +255,7 @@ fn partitions_spread_over_several_devices() {
     for (t, s) in tickets.into_iter().zip(&sets) {
         assert_eq!(t.wait().result.unwrap(), reference(&f, s));
     }
-    let busy = engine.trace().device_busy();
+    let busy = engine.trace().device_busy(|_| true);
     assert_eq!(busy.keys().cloned().collect::<Vec<_>>(), vec!["sim0".to_string(), "sim1".to_string()], "both devices must prove");
     let lanes: std::collections::BTreeSet<String> =
         engine.trace().events().into_iter().filter(|e| e.stage == "prove").map(|e| e.lane).collect();
