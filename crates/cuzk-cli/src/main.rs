@@ -16,6 +16,7 @@ use cuzk_pce::setup::Ensured;
 use cuzk_core::porep::verify::{self, Verdict};
 use cuzk_core::porep::{bellperson_engine, seal, RegisteredSealProof};
 
+mod daemon_cmd;
 mod pipeline_bench;
 mod selftest;
 
@@ -55,6 +56,11 @@ enum Cmd {
     /// proved on both with the same r and s (byte-identical, verify_seal), warm times of both.
     /// Exits 1 on any failure. The GPU machine's check (`gpu-check.sh`) runs this.
     Selftest(SelftestArgs),
+    /// Serve cuzk.v1.ProvingEngine over gRPC (Curio's wire format) on a unix socket or TCP
+    /// port; SIGTERM/SIGINT drain in-flight jobs and exit 0. See docs/DAEMON.md.
+    Daemon(daemon_cmd::DaemonArgs),
+    /// Talk to a running daemon: prove, submit, await, status, cancel, metrics, preload, evict.
+    Client(daemon_cmd::ClientArgs),
 }
 
 #[derive(Args)]
@@ -323,6 +329,10 @@ enum BenchCmd {
     /// table, the memory-model and leak checks (non-zero exit on failure), throughput,
     /// prover busy fraction, per-stage times; --compare-old runs the old path first.
     PcePipeline(pipeline_bench::PipelineArgs),
+    /// The daemon load test: N concurrent jobs over loopback gRPC (every other one submitted
+    /// twice with the same request id) against the same N through the engine in process; all
+    /// must complete and verify, none lost or duplicated, the byte budget held. Exit 1 if not.
+    Daemon(daemon_cmd::DaemonBenchArgs),
     /// MSM (G1, and G2 at a quarter of the size) and NTT times of a backend from 2^MIN-LOG to
     /// 2^MAX-LOG points, on synthetic inputs.
     Backend {
@@ -377,6 +387,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Pce(p) => pce_cmd(p).map(|_| ExitCode::SUCCESS),
         Cmd::Bench(b) => bench(b),
         Cmd::Selftest(a) => selftest_cmd(a),
+        Cmd::Daemon(a) => daemon_cmd::daemon(a),
+        Cmd::Client(a) => daemon_cmd::client(a),
     }
 }
 
@@ -809,6 +821,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::PcePipeline(a) => pipeline_bench::run(a),
+        BenchCmd::Daemon(a) => daemon_cmd::bench_daemon(a),
         BenchCmd::Backend { backend, min_log, max_log, json } => {
             if min_log > max_log || max_log > 28 {
                 bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");

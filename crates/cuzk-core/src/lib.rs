@@ -11,6 +11,7 @@ pub mod groth16;
 pub mod mem;
 pub mod params;
 pub mod porep;
+pub mod registry;
 pub mod testing;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -80,6 +80,16 @@ pub fn shared(rp: RegisteredSealProof) -> Result<(Arc<PreCompiledCircuit>, Optio
     Ok((pce, outcome))
 }
 
+/// The PCE of `rp` if it is resident in this process now.
+pub fn resident(rp: RegisteredSealProof) -> Option<Arc<PreCompiledCircuit>> {
+    registry::resident(&identity(rp))
+}
+
+/// Drops the process-wide PCE of `rp` (in-flight proofs keep their `Arc`).
+pub fn evict(rp: RegisteredSealProof) -> Option<Arc<PreCompiledCircuit>> {
+    registry::evict(&identity(rp))
+}
+
 /// The witness of every partition of a C1 (in parallel), sized from the PCE counts.
 pub fn witnesses(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, circuits: usize) -> Result<Vec<WitnessCs>> {
     with_shape!(c1.sector_size(), witnesses_shaped, c1, id, pce, circuits)

@@ -67,11 +67,28 @@ pub struct Trace {
     marks: Mutex<Vec<Mark>>,
     stop: AtomicBool,
     sampler: Mutex<Option<JoinHandle<()>>>,
+    /// Most events (and samples) kept; the oldest half goes when it is exceeded.
+    cap: usize,
+}
+
+/// Appends `item`, dropping the older half of `v` first when it holds `cap` items already.
+fn push_capped<T>(v: &mut Vec<T>, item: T, cap: usize) {
+    if v.len() >= cap {
+        v.drain(..v.len() / 2 + 1);
+    }
+    v.push(item);
 }
 
 impl Trace {
     pub fn new() -> Arc<Trace> {
+        Self::bounded(usize::MAX)
+    }
+
+    /// A trace that keeps at most `cap` events and `cap` RSS samples (a long-lived daemon's
+    /// trace must not grow without bound); summaries then cover the retained window.
+    pub fn bounded(cap: usize) -> Arc<Trace> {
         Arc::new(Trace {
+            cap: cap.max(2),
             origin: Instant::now(),
             events: Mutex::default(),
             samples: Mutex::default(),
@@ -99,7 +116,7 @@ impl Trace {
                 .spawn(move || {
                     while !me.stop.load(Ordering::Relaxed) {
                         let s = Sample { t_s: me.now(), rss_bytes: mem::snapshot().rss_bytes };
-                        lock(&me.samples).push(s);
+                        push_capped(&mut lock(&me.samples), s, me.cap);
                         std::thread::sleep(period);
                     }
                 })
@@ -136,12 +153,17 @@ impl Trace {
             end_s: self.now(),
             rss_end_bytes: mem::snapshot().rss_bytes,
         };
-        lock(&self.events).push(e);
+        push_capped(&mut lock(&self.events), e, self.cap);
         out
     }
 
     pub fn events(&self) -> Vec<Event> {
         lock(&self.events).clone()
+    }
+
+    /// The retained events of one proof.
+    pub fn events_of(&self, proof: u64) -> Vec<Event> {
+        lock(&self.events).iter().filter(|e| e.proof == proof).cloned().collect()
     }
 
     pub fn samples(&self) -> Vec<Sample> {
@@ -348,5 +370,19 @@ mod tests {
         assert!(t.peak_rss() > 0);
         let svg = t.svg("test <run>");
         assert!(svg.starts_with("<svg") && svg.contains("test &lt;run&gt;") && svg.contains("witness-0"));
+    }
+
+    #[test]
+    fn a_bounded_trace_keeps_the_newest_events() {
+        let t = Trace::bounded(10);
+        for k in 0..25u64 {
+            t.record("prove", k, 0, "prove-cpu-0", "cpu", || ());
+        }
+        let ev = t.events();
+        assert!(ev.len() <= 10, "{} events kept", ev.len());
+        assert_eq!(ev.last().unwrap().proof, 24, "the newest event is kept");
+        assert!(ev.windows(2).all(|w| w[0].proof < w[1].proof), "order kept");
+        assert_eq!(t.events_of(24).len(), 1);
+        assert!(t.events_of(0).is_empty(), "the oldest were dropped");
     }
 }

@@ -41,6 +41,13 @@ impl ParamPaths {
 
 /// Loads the parameters of `rp` (checking them first), with the time it took.
 pub fn load(rp: RegisteredSealProof) -> Result<(Parameters<Bls12>, ParamsLayout)> {
+    let paths = ensure_present(rp)?;
+    params::check_vk_file(&paths.vk)?;
+    params::load_params(&paths.params)
+}
+
+/// The parameter paths of `rp`, or an error naming the missing `.params` file and how to get it.
+pub fn ensure_present(rp: RegisteredSealProof) -> Result<ParamPaths> {
     let paths = ParamPaths::for_proof(rp)?;
     if !paths.params.exists() {
         return Err(Error::params(
@@ -52,29 +59,30 @@ pub fn load(rp: RegisteredSealProof) -> Result<(Parameters<Bls12>, ParamsLayout)
             ),
         ));
     }
-    params::check_vk_file(&paths.vk)?;
-    params::load_params(&paths.params)
+    Ok(paths)
 }
 
+
+static PARAMS: crate::registry::Registry<Parameters<Bls12>> = crate::registry::Registry::new();
 
 /// The process-wide parameters of `rp`: loaded once (timed and RSS-traced as `load-params` on
 /// `tracer` when this call loads them) and shared by every later proof as an `Arc`.
 pub fn shared(rp: RegisteredSealProof, tracer: &crate::mem::StageTracer) -> Result<std::sync::Arc<Parameters<Bls12>>> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock};
-    type Slot = Arc<Mutex<Option<Arc<Parameters<Bls12>>>>>;
-    static SLOTS: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
-    let key = format!("{rp:?}");
-    let slot = {
-        let mut map = SLOTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(key).or_default().clone()
-    };
-    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = guard.as_ref() {
-        return Ok(p.clone());
-    }
-    let (p, _) = tracer.stage("load-params", || load(rp))?;
-    let p = Arc::new(p);
-    *guard = Some(p.clone());
-    Ok(p)
+    PARAMS.get_or_init(&format!("{rp:?}"), || tracer.stage("load-params", || load(rp)).map(|(p, _)| p))
+}
+
+/// The parameters of `rp` if they are resident now.
+pub fn resident(rp: RegisteredSealProof) -> Option<std::sync::Arc<Parameters<Bls12>>> {
+    PARAMS.get(&format!("{rp:?}"))
+}
+
+/// Drops the process-wide copy of `rp`'s parameters (users holding an `Arc` keep theirs).
+pub fn evict(rp: RegisteredSealProof) -> Option<std::sync::Arc<Parameters<Bls12>>> {
+    PARAMS.evict(&format!("{rp:?}"))
+}
+
+/// Host bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B).
+pub fn params_bytes(p: &Parameters<Bls12>) -> u64 {
+    let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
+    (g1 * 96 + p.b_g2.len() * 192) as u64
 }

@@ -1,0 +1,491 @@
+//! `cuzk daemon` (serve cuzk.v1.ProvingEngine until SIGTERM/SIGINT, then drain and exit 0),
+//! `cuzk client …` (every RPC from the command line) and `cuzk bench daemon` (the load test:
+//! N concurrent jobs over loopback gRPC with idempotent resubmissions, against the same N
+//! proved in process by the engine, same run).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use cuzk_core::mem::{self, human_bytes};
+use cuzk_core::params::write_atomically;
+use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_core::porep::verify;
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+use cuzk_daemon::DaemonConfig;
+use serde::Serialize;
+
+use crate::{load_input, make_devices, BackendArg, SectorArgs};
+
+#[derive(Args)]
+pub struct DaemonArgs {
+    /// Listen address, unix:///PATH or tcp://HOST:PORT (overrides the config and CUZK_LISTEN).
+    #[arg(long)]
+    listen: Option<String>,
+    /// TOML config file (keys: see --print-config); CUZK_* variables override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print the effective config (defaults < file < env < flags) as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting the async runtime")
+}
+
+fn backend_of(name: &str) -> Result<BackendArg> {
+    BackendArg::from_str(name, true).map_err(|e| anyhow::anyhow!("engine.backend {name:?}: {e}"))
+}
+
+pub fn effective_config(a: &DaemonArgs) -> Result<DaemonConfig> {
+    let mut cfg = DaemonConfig::load(a.config.as_deref(), |k| std::env::var(k).ok())?;
+    if let Some(l) = &a.listen {
+        cfg.listen = l.clone();
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+pub fn daemon(a: DaemonArgs) -> Result<ExitCode> {
+    let cfg = effective_config(&a)?;
+    if a.print_config {
+        print!("{}", cfg.render());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let devices = make_devices(backend_of(&cfg.engine.backend)?)?;
+    let rt = runtime()?;
+    let clean = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let h = cuzk_daemon::start(&cfg, devices).await?;
+        eprintln!("cuzk daemon listening on {}", h.listen);
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: draining"),
+            _ = int.recv() => tracing::info!("SIGINT: draining"),
+        }
+        anyhow::Ok(h.stop().await?)
+    })?;
+    if !clean {
+        tracing::warn!("some in-flight jobs did not finish within the shutdown grace period");
+    }
+    eprintln!("cuzk daemon stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PriorityArg {
+    Low,
+    Normal,
+    High,
+    Critical,
+}
+
+impl PriorityArg {
+    fn proto(self) -> i32 {
+        (match self {
+            PriorityArg::Low => proto::Priority::Low,
+            PriorityArg::Normal => proto::Priority::Normal,
+            PriorityArg::High => proto::Priority::High,
+            PriorityArg::Critical => proto::Priority::Critical,
+        }) as i32
+    }
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// The C1 output (JSON) to prove; its .meta.json, if present, supplies the sector identity.
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long, value_enum, default_value = "normal")]
+    priority: PriorityArg,
+    /// Idempotency key: submitting the same id again returns the first job.
+    #[arg(long, default_value = "")]
+    request_id: String,
+    /// Ask the daemon to skip verify_seal before answering.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ClientCmd {
+    /// Submit a C1 and wait for the proof; writes it to --out.
+    Prove {
+        #[command(flatten)]
+        submit: SubmitArgs,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Submit a C1; prints the job id.
+    Submit(SubmitArgs),
+    /// Wait for a job; writes its proof to --out when it completed.
+    Await {
+        #[arg(long)]
+        job_id: String,
+        /// Give up after this many ms (0 = wait until it is done).
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Daemon status: devices, resident SRS/PCE, queues, counts, memory.
+    Status,
+    /// Cancel a job.
+    Cancel {
+        #[arg(long)]
+        job_id: String,
+    },
+    /// Prometheus metrics text.
+    Metrics,
+    /// Load a circuit's parameters and PCE (e.g. porep-32g).
+    Preload { circuit: String },
+    /// Drop a circuit's parameters and PCE from the daemon's memory.
+    Evict { circuit: String },
+}
+
+#[derive(Args)]
+pub struct ClientArgs {
+    /// Daemon address, unix:///PATH or tcp://HOST:PORT.
+    #[arg(long, env = "CUZK_ADDR", default_value = "unix:///tmp/cuzk.sock")]
+    addr: String,
+    #[command(subcommand)]
+    cmd: ClientCmd,
+}
+
+/// The request for a C1 file: its bytes as they are, the identity from flags or its meta file.
+fn request(a: &SubmitArgs) -> Result<proto::SubmitProofRequest> {
+    let bytes = std::fs::read(&a.c1).with_context(|| format!("{}: cannot read the C1 file", a.c1.display()))?;
+    let meta_path = sector::meta_path_for(&a.c1);
+    let meta = if meta_path.exists() { Some(SectorMeta::load(&meta_path)?) } else { None };
+    let pick = |flag: Option<u64>, m: Option<u64>, name: &str| {
+        flag.or(m).with_context(|| format!("--{name} is required: no {} next to {}", meta_path.display(), a.c1.display()))
+    };
+    let id = SectorIdentity {
+        miner_id: pick(a.sector.miner_id, meta.as_ref().map(|m| m.miner_id), "miner-id")?,
+        sector_number: pick(a.sector.sector_number, meta.as_ref().map(|m| m.sector_number), "sector-number")?,
+    };
+    let sector_size = match &a.sector.sector_size {
+        Some(s) => sector::parse_sector_size(s)?,
+        None => meta.as_ref().map(|m| sector::sector_size_of(m.registered_proof)).unwrap_or(0),
+    };
+    Ok(proto::SubmitProofRequest {
+        request_id: a.request_id.clone(),
+        proof_kind: proto::ProofKind::PorepSealCommit as i32,
+        sector_size,
+        priority: a.priority.proto(),
+        vanilla_proof: bytes,
+        sector_number: id.sector_number,
+        miner_id: id.miner_id,
+        skip_verify: a.no_verify,
+        ..Default::default()
+    })
+}
+
+/// Prints an await answer; writes the proof when there is one. Exit 0 only for COMPLETED.
+fn report(r: &proto::AwaitProofResponse, out: Option<&Path>) -> Result<ExitCode> {
+    let status = AwaitStatus::try_from(r.status).map(|s| s.as_str_name()).unwrap_or("?");
+    println!("job {}: {status}", r.job_id);
+    if !r.error_message.is_empty() {
+        println!("  error: {}", r.error_message);
+    }
+    println!(
+        "  queue wait {} ms, srs/parse {} ms, synthesis {} ms, prove {} ms, total {} ms{}",
+        r.queue_wait_ms,
+        r.srs_load_ms,
+        r.synthesis_ms,
+        r.gpu_compute_ms,
+        r.total_ms,
+        if r.status == AwaitStatus::Completed as i32 { if r.verified { ", verified with verify_seal" } else { ", NOT verified" } } else { "" }
+    );
+    if r.status != AwaitStatus::Completed as i32 {
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(p) = out {
+        write_atomically(p, |w| w.write_all(&r.proof))?;
+        println!("wrote {} ({} bytes)", p.display(), r.proof.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status_text(s: &proto::GetStatusResponse) -> String {
+    let mut t = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(t, "uptime {} s{}", s.uptime_seconds, if s.draining { " (draining)" } else { "" });
+    let _ = writeln!(t, "proofs: {} completed, {} failed, {} cancelled", s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled);
+    for g in &s.gpus {
+        let _ = writeln!(t, "device {}: {}", g.ordinal, g.name);
+    }
+    for x in &s.loaded_srs {
+        let _ = writeln!(t, "resident {}: parameters {}, PCE {}, in use by {}", x.circuit_id, human_bytes(x.size_bytes), human_bytes(x.pce_bytes), x.ref_count);
+    }
+    for q in &s.queues {
+        let _ = writeln!(t, "queue {}: {} pending, {} in progress", q.proof_kind, q.pending, q.in_progress);
+    }
+    let _ = writeln!(t, "memory: budget {} of {} in use, RSS {}", human_bytes(s.budget_in_use_bytes), human_bytes(s.budget_bytes), human_bytes(s.rss_bytes));
+    t
+}
+
+pub fn client(a: ClientArgs) -> Result<ExitCode> {
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let mut c = cuzk_daemon::client::connect(&a.addr).await?;
+        let rpc = |e: tonic::Status| anyhow::anyhow!("{}: {}", a.addr, e.message());
+        match a.cmd {
+            ClientCmd::Prove { submit, out } => {
+                let req = request(&submit)?;
+                let r = c.prove(proto::ProveRequest { submit: Some(req) }).await.map_err(rpc)?.into_inner();
+                report(&r.result.unwrap_or_default(), Some(&out))
+            }
+            ClientCmd::Submit(s) => {
+                let r = c.submit_proof(request(&s)?).await.map_err(rpc)?.into_inner();
+                println!("{}", r.job_id);
+                eprintln!("queue position {}", r.queue_position);
+                Ok(ExitCode::SUCCESS)
+            }
+            ClientCmd::Await { job_id, timeout_ms, out } => {
+                let r = c.await_proof(proto::AwaitProofRequest { job_id, timeout_ms }).await.map_err(rpc)?.into_inner();
+                report(&r, out.as_deref())
+            }
+            ClientCmd::Status => {
+                let s = c.get_status(proto::GetStatusRequest {}).await.map_err(rpc)?.into_inner();
+                print!("{}", status_text(&s));
+                Ok(ExitCode::SUCCESS)
+            }
+            ClientCmd::Cancel { job_id } => {
+                let r = c.cancel_proof(proto::CancelProofRequest { job_id: job_id.clone() }).await.map_err(rpc)?.into_inner();
+                println!("cancelled {job_id}{}", if r.was_running { " (it was running; its result is discarded)" } else { "" });
+                Ok(ExitCode::SUCCESS)
+            }
+            ClientCmd::Metrics => {
+                let r = c.get_metrics(proto::GetMetricsRequest {}).await.map_err(rpc)?.into_inner();
+                print!("{}", r.prometheus_text);
+                Ok(ExitCode::SUCCESS)
+            }
+            ClientCmd::Preload { circuit } => {
+                let r = c.preload_srs(proto::PreloadSrsRequest { circuit_id: circuit.clone() }).await.map_err(rpc)?.into_inner();
+                println!("{circuit}: {} ({} ms)", if r.already_loaded { "already loaded" } else { "loaded" }, r.load_time_ms);
+                Ok(ExitCode::SUCCESS)
+            }
+            ClientCmd::Evict { circuit } => {
+                let r = c.evict_srs(proto::EvictSrsRequest { circuit_id: circuit.clone() }).await.map_err(rpc)?.into_inner();
+                println!("{circuit}: {} ({} freed)", if r.was_loaded { "evicted" } else { "was not loaded" }, human_bytes(r.freed_bytes));
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
+}
+
+#[derive(Args)]
+pub struct DaemonBenchArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Jobs per phase.
+    #[arg(long, default_value_t = 20)]
+    jobs: usize,
+    /// Client requests in flight at once over gRPC (0 = all jobs at once).
+    #[arg(long, default_value_t = 0)]
+    concurrency: usize,
+    /// Syntheses in flight in the engine.
+    #[arg(short = 'j', long = "synthesis-workers", default_value_t = 2)]
+    synthesis_workers: usize,
+    #[arg(long, default_value_t = 1)]
+    provers_per_device: usize,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Byte budget (e.g. 16GiB; default 80 % of MemAvailable).
+    #[arg(long)]
+    budget: Option<String>,
+    /// Skip the in-process phase (daemon only, e.g. a soak).
+    #[arg(long)]
+    skip_in_process: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct PhaseReport {
+    jobs: usize,
+    wall_s: f64,
+    s_per_proof: f64,
+    completed: usize,
+    verified: usize,
+}
+
+#[derive(Serialize)]
+struct DaemonBenchReport {
+    machine_threads: usize,
+    backend: String,
+    jobs: usize,
+    concurrency: usize,
+    in_process: Option<PhaseReport>,
+    daemon: PhaseReport,
+    daemon_over_in_process: Option<f64>,
+    resubmissions: usize,
+    resubmissions_same_job: usize,
+    distinct_job_ids: usize,
+    budget_bytes: u64,
+    budget_high_water_bytes: u64,
+    rss_after_warmup_bytes: u64,
+    /// RSS after each completed gRPC job, in completion order.
+    rss_series_bytes: Vec<u64>,
+    rss_growth_after_warmup: f64,
+    peak_rss_bytes: u64,
+}
+
+pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
+    let (c1, id) = load_input(&a.c1, &a.sector)?;
+    let bytes = std::fs::read(&a.c1).with_context(|| format!("{}: cannot read", a.c1.display()))?;
+    let mut cfg = DaemonConfig::default();
+    cfg.listen = "tcp://127.0.0.1:0".into();
+    cfg.engine.synthesis_workers = a.synthesis_workers.max(1);
+    cfg.engine.provers_per_device = a.provers_per_device.max(1);
+    if let Some(b) = &a.budget {
+        cfg.engine.budget = b.clone();
+    }
+    cfg.validate()?;
+    let devices = make_devices(a.backend)?;
+    let backend = devices.first().map(|d| d.name.clone()).unwrap_or_default();
+    let n = a.jobs.max(1);
+    let conc = if a.concurrency == 0 { n } else { a.concurrency };
+    let c1 = std::sync::Arc::new(c1);
+    // Warm-up: parameters, PCE and one proof, so both phases start warm.
+    {
+        let engine = cuzk_pipeline::Engine::start(cuzk_daemon::server::engine_config(&cfg, devices.clone()))?;
+        let out = engine.submit(cuzk_pipeline::porep::job(c1.clone(), id, Default::default()))?.wait();
+        out.result.context("warm-up proof")?;
+        engine.shutdown();
+    }
+    let rss_after_warmup = mem::snapshot().rss_bytes;
+    eprintln!("warm ({}); {n} jobs per phase", human_bytes(rss_after_warmup));
+    let in_process = if a.skip_in_process {
+        None
+    } else {
+        let engine = cuzk_pipeline::Engine::start(cuzk_daemon::server::engine_config(&cfg, devices.clone()))?;
+        let t = Instant::now();
+        let tickets: Vec<_> = (0..n).map(|_| engine.submit(cuzk_pipeline::porep::job(c1.clone(), id, Default::default()))).collect::<Result<_, _>>()?;
+        let outs: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
+        let wall_s = t.elapsed().as_secs_f64();
+        engine.shutdown();
+        let completed = outs.iter().filter(|o| o.result.is_ok()).count();
+        let verified = outs.iter().filter(|o| o.verified).count();
+        eprintln!("in process: {completed}/{n} in {wall_s:.2} s");
+        Some(PhaseReport { jobs: n, wall_s, s_per_proof: wall_s / n as f64, completed, verified })
+    };
+    let rt = runtime()?;
+    let (daemon_phase, resub, same, distinct, hw, budget, series) = rt.block_on(async {
+        let h = cuzk_daemon::start(&cfg, devices).await?;
+        let addr = h.listen.to_string();
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(conc));
+        let t = Instant::now();
+        let mut tasks = Vec::new();
+        for k in 0..n {
+            let (addr, sem, bytes) = (addr.clone(), sem.clone(), bytes.clone());
+            tasks.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await?;
+                let mut c = cuzk_daemon::client::connect(&addr).await?;
+                let req = proto::SubmitProofRequest {
+                    request_id: format!("load-{k}"),
+                    proof_kind: proto::ProofKind::PorepSealCommit as i32,
+                    vanilla_proof: bytes,
+                    miner_id: id.miner_id,
+                    sector_number: id.sector_number,
+                    ..Default::default()
+                };
+                let first = c.submit_proof(req.clone()).await?.into_inner();
+                // Every other job is submitted twice, as a client retrying after a lost reply.
+                let again = if k % 2 == 0 { Some(c.submit_proof(req).await?.into_inner().job_id) } else { None };
+                let r = c.await_proof(proto::AwaitProofRequest { job_id: first.job_id.clone(), timeout_ms: 0 }).await?.into_inner();
+                let rss = mem::snapshot().rss_bytes;
+                anyhow::Ok((first.job_id, again, r, rss))
+            }));
+        }
+        let mut results = Vec::new();
+        for t in tasks {
+            results.push(t.await??);
+        }
+        let wall_s = t.elapsed().as_secs_f64();
+        let hw = h.service.jobs().budget().high_water();
+        let budget = h.service.jobs().budget().total();
+        h.stop().await?;
+        let mut ids = std::collections::BTreeSet::new();
+        let (mut resub, mut same, mut completed, mut verified) = (0, 0, 0, 0);
+        let mut done: Vec<(u64, u64)> = Vec::new();
+        for (job, again, r, rss) in &results {
+            ids.insert(job.clone());
+            if let Some(a) = again {
+                resub += 1;
+                same += usize::from(a == job);
+            }
+            if r.status == AwaitStatus::Completed as i32 {
+                completed += 1;
+                // Checked here too, independently of the daemon's own verification.
+                if r.verified && verify::ensure_valid(&c1, &id, &r.proof).is_ok() {
+                    verified += 1;
+                }
+            } else {
+                eprintln!("job {job}: status {} {}", r.status, r.error_message);
+            }
+            done.push((r.total_ms, *rss));
+        }
+        done.sort();
+        let series = done.into_iter().map(|(_, r)| r).collect::<Vec<_>>();
+        eprintln!("daemon: {completed}/{n} in {wall_s:.2} s");
+        anyhow::Ok((PhaseReport { jobs: n, wall_s, s_per_proof: wall_s / n as f64, completed, verified }, resub, same, ids.len(), hw, budget, series))
+    })?;
+    let last = series.last().copied().unwrap_or(rss_after_warmup);
+    let growth = (last as f64 - rss_after_warmup as f64) / rss_after_warmup.max(1) as f64;
+    let report = DaemonBenchReport {
+        machine_threads: rayon::current_num_threads(),
+        backend,
+        jobs: n,
+        concurrency: conc,
+        daemon_over_in_process: in_process.as_ref().map(|p| daemon_phase.wall_s / p.wall_s),
+        in_process,
+        daemon: daemon_phase,
+        resubmissions: resub,
+        resubmissions_same_job: same,
+        distinct_job_ids: distinct,
+        budget_bytes: budget,
+        budget_high_water_bytes: hw,
+        rss_after_warmup_bytes: rss_after_warmup,
+        rss_series_bytes: series,
+        rss_growth_after_warmup: growth,
+        peak_rss_bytes: mem::snapshot().peak_bytes,
+    };
+    println!("bench daemon: {n} jobs of {} on {} ({} threads), {conc} client requests in flight", a.c1.display(), report.backend, report.machine_threads);
+    if let Some(p) = &report.in_process {
+        println!("  in process (engine)   {:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified", p.wall_s, p.s_per_proof, p.completed, p.jobs, p.verified);
+    }
+    let d = &report.daemon;
+    println!("  daemon (gRPC loopback){:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified", d.wall_s, d.s_per_proof, d.completed, d.jobs, d.verified);
+    if let Some(r) = report.daemon_over_in_process {
+        println!("  daemon / in process   {r:>8.3}x");
+    }
+    println!("  resubmissions: {} of {} got the same job back; distinct job ids {} for {n} jobs", report.resubmissions_same_job, report.resubmissions, report.distinct_job_ids);
+    println!("  budget high water {} of {}; RSS after warm-up {}, after the last job {} ({:+.2} %), peak {}", human_bytes(hw), human_bytes(budget), human_bytes(rss_after_warmup), human_bytes(last), growth * 100.0, human_bytes(report.peak_rss_bytes));
+    if let Some(p) = &a.json {
+        write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
+    }
+    let ok = d.completed == n && d.verified == n && report.distinct_job_ids == n && report.resubmissions_same_job == report.resubmissions && hw <= budget
+        && report.in_process.as_ref().is_none_or(|p| p.completed == n);
+    if !ok {
+        eprintln!("error: the load test failed (lost, unverified or duplicated jobs, or the budget was exceeded)");
+        return Ok(ExitCode::from(1));
+    }
+    println!("load test: PASS (all completed and verified, none lost or duplicated, budget held)");
+    if !a.skip_in_process {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if growth > 0.02 {
+        eprintln!("error: RSS grew {:.2} % after warm-up (limit 2 %)", growth * 100.0);
+        bail!("soak: RSS growth over 2 %");
+    }
+    Ok(ExitCode::SUCCESS)
+}

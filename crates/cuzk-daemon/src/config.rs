@@ -1,0 +1,287 @@
+//! The daemon's settings: defaults, then a TOML file, then `CUZK_*` environment variables
+//! (then the command line, applied by the caller). [`DaemonConfig::render`] prints the
+//! effective result as TOML, which is also a valid config file.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::DaemonError;
+
+/// Where the daemon listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    Unix(PathBuf),
+    Tcp(std::net::SocketAddr),
+}
+
+impl Listen {
+    /// `unix:///PATH` or `tcp://HOST:PORT` (`unix:PATH` and a bare `HOST:PORT` are accepted too).
+    pub fn parse(s: &str) -> Result<Listen, DaemonError> {
+        let bad = |why: &str| DaemonError::Config(format!("listen address {s:?}: {why} (want unix:///PATH or tcp://HOST:PORT)"));
+        if let Some(p) = s.strip_prefix("unix://").or_else(|| s.strip_prefix("unix:")) {
+            if p.is_empty() {
+                return Err(bad("empty socket path"));
+            }
+            return Ok(Listen::Unix(PathBuf::from(p)));
+        }
+        let hp = s.strip_prefix("tcp://").unwrap_or(s);
+        use std::net::ToSocketAddrs;
+        let addr = hp.to_socket_addrs().map_err(|e| bad(&e.to_string()))?.next().ok_or_else(|| bad("no address"))?;
+        Ok(Listen::Tcp(addr))
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(p) => write!(f, "unix://{}", p.display()),
+            Listen::Tcp(a) => write!(f, "tcp://{a}"),
+        }
+    }
+}
+
+/// Engine settings.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    /// `auto` (every visible CUDA device, else the CPU), `cpu` or `cuda`.
+    pub backend: String,
+    /// Partitions in witness synthesis at once.
+    pub synthesis_workers: usize,
+    /// Prover threads per device.
+    pub provers_per_device: usize,
+    /// Jobs handed to the engine at once (the rest wait in the priority queues); 0 = synthesis
+    /// workers + provers.
+    pub max_in_flight: usize,
+    /// Host bytes in-flight partitions may hold together, e.g. "24GiB"; "auto" = 80 % of
+    /// MemAvailable at start.
+    pub budget: String,
+    /// Run verify_seal on every proof before returning it (a request can opt out).
+    pub verify: bool,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection {
+            backend: "auto".into(),
+            synthesis_workers: 2,
+            provers_per_device: 1,
+            max_in_flight: 0,
+            budget: "auto".into(),
+            verify: true,
+        }
+    }
+}
+
+/// Parameter (SRS) settings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsSection {
+    /// Circuits whose parameters and PCE are loaded at start, e.g. ["porep-32g"].
+    pub preload: Vec<String>,
+}
+
+/// Job bookkeeping.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsSection {
+    /// Finished jobs remembered for AwaitProof and idempotent resubmission.
+    pub retain: usize,
+    /// Largest request accepted, e.g. "256MiB" (a 32 GiB C1 is ~50 MB).
+    pub max_request: String,
+}
+
+impl Default for JobsSection {
+    fn default() -> Self {
+        JobsSection { retain: 10_000, max_request: "256MiB".into() }
+    }
+}
+
+/// Everything `cuzk daemon` reads.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// `unix:///PATH` or `tcp://HOST:PORT`.
+    pub listen: String,
+    pub engine: EngineSection,
+    pub srs: SrsSection,
+    pub jobs: JobsSection,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            listen: "unix:///tmp/cuzk.sock".into(),
+            engine: EngineSection::default(),
+            srs: SrsSection::default(),
+            jobs: JobsSection::default(),
+        }
+    }
+}
+
+/// The environment variables that override config keys, in the order they are applied.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("CUZK_LISTEN", "listen"),
+    ("CUZK_BACKEND", "engine.backend"),
+    ("CUZK_SYNTHESIS_WORKERS", "engine.synthesis_workers"),
+    ("CUZK_PROVERS_PER_DEVICE", "engine.provers_per_device"),
+    ("CUZK_MAX_IN_FLIGHT", "engine.max_in_flight"),
+    ("CUZK_BUDGET", "engine.budget"),
+    ("CUZK_VERIFY", "engine.verify"),
+    ("CUZK_PRELOAD", "srs.preload"),
+    ("CUZK_RETAIN_JOBS", "jobs.retain"),
+    ("CUZK_MAX_REQUEST", "jobs.max_request"),
+];
+
+impl DaemonConfig {
+    /// Defaults, then `file` if given, then the environment (`env` looks a name up).
+    pub fn load(file: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Self, DaemonError> {
+        let mut cfg = match file {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| DaemonError::Config(format!("{}: {e}", p.display())))?;
+                toml::from_str(&text).map_err(|e| DaemonError::Config(format!("{}: {e}", p.display())))?
+            }
+            None => DaemonConfig::default(),
+        };
+        for (var, key) in ENV_KEYS {
+            if let Some(v) = env(var) {
+                cfg.set(key, &v).map_err(|e| DaemonError::Config(format!("{var}={v:?}: {e}")))?;
+            }
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Sets one dotted key from its text form.
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
+        let num = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("not a count: {e}"));
+        match key {
+            "listen" => self.listen = v.into(),
+            "engine.backend" => self.engine.backend = v.into(),
+            "engine.synthesis_workers" => self.engine.synthesis_workers = num(v)?,
+            "engine.provers_per_device" => self.engine.provers_per_device = num(v)?,
+            "engine.max_in_flight" => self.engine.max_in_flight = num(v)?,
+            "engine.budget" => self.engine.budget = v.into(),
+            "engine.verify" => {
+                self.engine.verify = match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err("want true or false".into()),
+                }
+            }
+            "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            "jobs.retain" => self.jobs.retain = num(v)?,
+            "jobs.max_request" => self.jobs.max_request = v.into(),
+            _ => return Err(format!("unknown key {key}")),
+        }
+        Ok(())
+    }
+
+    /// Checks every value that can be checked without starting anything.
+    pub fn validate(&self) -> Result<(), DaemonError> {
+        let bad = |k: &str, why: String| Err(DaemonError::Config(format!("{k}: {why}")));
+        Listen::parse(&self.listen)?;
+        if !["auto", "cpu", "cuda"].contains(&self.engine.backend.as_str()) {
+            return bad("engine.backend", format!("{:?} is not auto, cpu or cuda", self.engine.backend));
+        }
+        if self.engine.synthesis_workers == 0 || self.engine.provers_per_device == 0 {
+            return bad("engine", "synthesis_workers and provers_per_device must be at least 1".into());
+        }
+        if self.engine.budget != "auto" {
+            parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
+        }
+        parse_bytes(&self.jobs.max_request).map_err(|e| DaemonError::Config(format!("jobs.max_request: {e}")))?;
+        for c in &self.srs.preload {
+            crate::circuit::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The effective config as TOML.
+    pub fn render(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    /// The byte budget (resolving "auto").
+    pub fn budget_bytes(&self) -> u64 {
+        match self.engine.budget.as_str() {
+            "auto" => cuzk_pipeline::budget::default_budget(),
+            b => parse_bytes(b).unwrap_or(0),
+        }
+    }
+}
+
+/// "24GiB", "512MiB", "64KiB", "1.5GiB", "1000000" (bytes); also kB/MB/GB (decimal).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a byte size like 24GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kib" | "k" => 1024.0,
+        "mib" | "m" => 1024.0 * 1024.0,
+        "gib" | "g" => 1024.0 * 1024.0 * 1024.0,
+        "tib" | "t" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        u => return Err(format!("{s:?}: unknown unit {u:?}")),
+    };
+    Ok((n * mult) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_env_and_render_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("cuzk.toml");
+        std::fs::write(&f, "listen = \"tcp://127.0.0.1:9820\"\n[engine]\nsynthesis_workers = 6\nbudget = \"24GiB\"\n").unwrap();
+        let env = |k: &str| match k {
+            "CUZK_PROVERS_PER_DEVICE" => Some("2".to_string()),
+            "CUZK_PRELOAD" => Some("porep-2k, porep-32g".to_string()),
+            "CUZK_VERIFY" => Some("false".to_string()),
+            _ => None,
+        };
+        let c = DaemonConfig::load(Some(&f), env).unwrap();
+        assert_eq!(c.listen, "tcp://127.0.0.1:9820");
+        assert_eq!(c.engine.synthesis_workers, 6);
+        assert_eq!(c.engine.provers_per_device, 2);
+        assert!(!c.engine.verify);
+        assert_eq!(c.srs.preload, vec!["porep-2k", "porep-32g"]);
+        assert_eq!(c.budget_bytes(), 24 << 30);
+        let back: DaemonConfig = toml::from_str(&c.render()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("cuzk.toml");
+        std::fs::write(&f, "[engine]\nsynthesis_wrokers = 6\n").unwrap();
+        let e = DaemonConfig::load(Some(&f), |_| None).unwrap_err().to_string();
+        assert!(e.contains("synthesis_wrokers"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_BUDGET").then(|| "lots".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_BUDGET") && e.contains("lots"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_LISTEN").then(|| "http://x".into())).unwrap_err().to_string();
+        assert!(e.contains("http://x"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_PRELOAD").then(|| "porep-3k".into())).unwrap_err().to_string();
+        assert!(e.contains("porep-3k"), "{e}");
+    }
+
+    #[test]
+    fn listen_and_bytes_parse() {
+        assert_eq!(Listen::parse("unix:///run/cuzk.sock").unwrap(), Listen::Unix("/run/cuzk.sock".into()));
+        assert_eq!(Listen::parse("tcp://127.0.0.1:9820").unwrap(), Listen::Tcp("127.0.0.1:9820".parse().unwrap()));
+        assert!(Listen::parse("unix://").is_err());
+        assert_eq!(parse_bytes("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("1000").unwrap(), 1000);
+        assert!(parse_bytes("GiB").is_err() && parse_bytes("3 parsecs").is_err());
+    }
+}

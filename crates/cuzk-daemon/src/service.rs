@@ -1,0 +1,189 @@
+//! The tonic `ProvingEngine` service: maps each RPC onto the job service ([`crate::jobs`]),
+//! the process-wide parameter and PCE registries (status, preload, evict) and the metrics
+//! text. Blocking work (parsing a C1, loading parameters) runs on tokio's blocking pool.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_core::mem::StageTracer;
+use cuzk_core::porep::setup;
+use tonic::{Request, Response, Status};
+
+use crate::jobs::{JobView, Jobs, State};
+use crate::proto::proving_engine_server::ProvingEngine;
+use crate::proto::*;
+
+/// The service state.
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) jobs: Jobs,
+    pub(crate) devices: Arc<Vec<String>>,
+    pub(crate) started: Instant,
+}
+
+impl Service {
+    pub fn new(jobs: Jobs, devices: Vec<String>) -> Service {
+        Service { jobs, devices: Arc::new(devices), started: Instant::now() }
+    }
+
+    pub fn jobs(&self) -> &Jobs {
+        &self.jobs
+    }
+
+    async fn submit(&self, req: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+        let jobs = self.jobs.clone();
+        let out = tokio::task::spawn_blocking(move || jobs.submit(req))
+            .await
+            .map_err(|e| Status::internal(format!("submission task failed: {e}")))?;
+        match out {
+            Ok(s) => Ok(SubmitProofResponse { job_id: s.job_id, queue_position: s.queue_position, assigned_gpu: String::new() }),
+            Err(crate::DaemonError::Draining) => Err(Status::unavailable("the daemon is shutting down and takes no new jobs")),
+            Err(e) => Err(Status::internal(e.to_string())),
+        }
+    }
+
+    async fn await_job(&self, job_id: &str, timeout_ms: u64) -> Result<AwaitProofResponse, Status> {
+        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+        match self.jobs.wait(job_id, timeout).await {
+            Some(v) => Ok(answer(v)),
+            None => Ok(AwaitProofResponse {
+                job_id: job_id.to_string(),
+                status: await_proof_response::Status::Unknown as i32,
+                error_message: format!("no job {job_id:?} (never submitted, or forgotten after jobs.retain newer ones)"),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// The status message (also what `cuzk client status` prints).
+    pub fn status(&self) -> GetStatusResponse {
+        let c = self.jobs.counts();
+        let loaded_srs = crate::circuit::all()
+            .filter_map(|rp| {
+                let p = setup::resident(rp)?;
+                let pce = cuzk_pce::porep::resident(rp);
+                Some(SrsStatus {
+                    circuit_id: crate::circuit::id(rp),
+                    tier: srs_status::Tier::Hot as i32,
+                    size_bytes: setup::params_bytes(&p),
+                    // Holders besides the registry and this look-up.
+                    ref_count: Arc::strong_count(&p).saturating_sub(2) as u32,
+                    pce_bytes: pce.map(|p| p.bytes() as u64).unwrap_or(0),
+                })
+            })
+            .collect();
+        let budget = self.jobs.budget();
+        GetStatusResponse {
+            gpus: self
+                .devices
+                .iter()
+                .enumerate()
+                .map(|(k, name)| GpuStatus { ordinal: k as u32, name: name.clone(), ..Default::default() })
+                .collect(),
+            loaded_srs,
+            queues: c.queues.iter().map(|(k, q, r)| QueueStatus { proof_kind: k.clone(), pending: *q, in_progress: *r }).collect(),
+            total_proofs_completed: c.completed,
+            total_proofs_failed: c.failed,
+            uptime_seconds: self.started.elapsed().as_secs(),
+            pinned_memory_bytes: budget.in_use(),
+            pinned_memory_limit_bytes: budget.total(),
+            budget_in_use_bytes: budget.in_use(),
+            budget_bytes: budget.total(),
+            rss_bytes: cuzk_core::mem::snapshot().rss_bytes,
+            total_proofs_cancelled: c.cancelled,
+            draining: c.draining,
+        }
+    }
+
+    /// The Prometheus text.
+    pub fn metrics(&self) -> String {
+        crate::metrics::render(self)
+    }
+}
+
+fn answer(v: JobView) -> AwaitProofResponse {
+    use await_proof_response::Status as S;
+    let status = match v.state {
+        State::Completed => S::Completed,
+        State::Failed => S::Failed,
+        State::Cancelled => S::Cancelled,
+        State::Queued | State::Running => S::Timeout,
+    };
+    AwaitProofResponse {
+        job_id: v.job_id,
+        status: status as i32,
+        proof: v.proof,
+        error_message: if v.state.finished() { v.error } else { format!("not finished yet ({:?})", v.state).to_lowercase() },
+        queue_wait_ms: v.queue_wait_ms,
+        srs_load_ms: v.srs_load_ms,
+        synthesis_ms: v.synthesis_ms,
+        gpu_compute_ms: v.gpu_compute_ms,
+        total_ms: v.total_ms,
+        verified: v.verified,
+    }
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for Service {
+    async fn submit_proof(&self, r: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
+        self.submit(r.into_inner()).await.map(Response::new)
+    }
+
+    async fn await_proof(&self, r: Request<AwaitProofRequest>) -> Result<Response<AwaitProofResponse>, Status> {
+        let r = r.into_inner();
+        self.await_job(&r.job_id, r.timeout_ms).await.map(Response::new)
+    }
+
+    async fn prove(&self, r: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
+        let submit = r.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+        let s = self.submit(submit).await?;
+        let result = self.await_job(&s.job_id, 0).await?;
+        Ok(Response::new(ProveResponse { result: Some(result) }))
+    }
+
+    async fn cancel_proof(&self, r: Request<CancelProofRequest>) -> Result<Response<CancelProofResponse>, Status> {
+        let id = r.into_inner().job_id;
+        match self.jobs.cancel(&id) {
+            (false, _) => Err(Status::not_found(format!("no job {id:?}"))),
+            (true, was_running) => Ok(Response::new(CancelProofResponse { was_running })),
+        }
+    }
+
+    async fn get_status(&self, _: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
+        Ok(Response::new(self.status()))
+    }
+
+    async fn get_metrics(&self, _: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+        Ok(Response::new(GetMetricsResponse { prometheus_text: self.metrics() }))
+    }
+
+    async fn preload_srs(&self, r: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
+        let id = r.into_inner().circuit_id;
+        let rp = crate::circuit::parse(&id).map_err(Status::invalid_argument)?;
+        let out = tokio::task::spawn_blocking(move || preload(rp))
+            .await
+            .map_err(|e| Status::internal(format!("preload task failed: {e}")))?;
+        out.map(Response::new).map_err(Status::failed_precondition)
+    }
+
+    async fn evict_srs(&self, r: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
+        let id = r.into_inner().circuit_id;
+        let rp = crate::circuit::parse(&id).map_err(Status::invalid_argument)?;
+        let p = setup::evict(rp);
+        let pce = cuzk_pce::porep::evict(rp);
+        let freed = p.as_ref().map(|p| setup::params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
+        tracing::info!(circuit = %id, freed, "evicted");
+        Ok(Response::new(EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }))
+    }
+}
+
+/// Loads the parameters and the PCE of `rp` into the process registries.
+pub fn preload(rp: cuzk_core::porep::RegisteredSealProof) -> Result<PreloadSrsResponse, String> {
+    let already = setup::resident(rp).is_some() && cuzk_pce::porep::resident(rp).is_some();
+    let t = Instant::now();
+    setup::shared(rp, &StageTracer::new()).map_err(|e| e.to_string())?;
+    cuzk_pce::porep::shared(rp).map_err(|e| e.to_string())?;
+    let load_time_ms = t.elapsed().as_millis() as u64;
+    tracing::info!(circuit = %crate::circuit::id(rp), load_time_ms, already, "preloaded");
+    Ok(PreloadSrsResponse { already_loaded: already, load_time_ms })
+}
