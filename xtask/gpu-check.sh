@@ -12,6 +12,10 @@
 #              8 (two provers per device), PIPE_N proofs each, then j = 2 with
 #              --compare-old; SVG plots included
 #   scaling    the MSM/NTT scaling benchmark up to 2^MAX_LOG
+#   daemon     `cuzk bench daemon`: the load test (DAEMON_N = 20 concurrent gRPC jobs with
+#              resubmissions vs the same in process), the soak (SOAK_N = 50 jobs, 4 in
+#              flight, RSS series), and a real `cuzk daemon` on a unix socket driven by
+#              `cuzk client` and stopped with SIGTERM (exit 0 expected)
 # Exits non-zero when any step fails. Results: OUTDIR/gpu-check.tar.gz.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -56,6 +60,17 @@ for s in $STEPS; do
       done
       step pipeline-old "${PIPE_TIMEOUT:-240}" ./cuzk bench pce-pipeline --c1 "$c1" --backend cuda --num-proofs 4 -j 2 --compare-old \
         --json "$out/pipeline-old.json" --plot "$out/pipeline-old.svg" ;;
+    daemon)
+      step daemon-load "${DAEMON_TIMEOUT:-300}" ./cuzk bench daemon --c1 "$c1" --backend cuda --jobs "${DAEMON_N:-20}" -j 8 --provers-per-device 2 --json "$out/daemon-load.json"
+      step daemon-soak "${DAEMON_TIMEOUT:-300}" ./cuzk bench daemon --c1 "$c1" --backend cuda --jobs "${SOAK_N:-50}" --concurrency 4 -j 4 --provers-per-device 2 --skip-in-process --json "$out/daemon-soak.json"
+      sock="$(mktemp -u /tmp/cuzk-XXXX.sock)"
+      CUZK_BACKEND=cuda ./cuzk daemon --listen "unix://$sock" > "$out/daemon-serve.log" 2>&1 &
+      dpid=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+      step daemon-client 120 bash -c "./cuzk client --addr unix://$sock prove --c1 $c1 --out $out/daemon.proof && ./cuzk client --addr unix://$sock prove --c1 $c1 --out $out/daemon2.proof --priority critical && ./cuzk verify --c1 $c1 --proof $out/daemon.proof && ./cuzk client --addr unix://$sock status && ./cuzk client --addr unix://$sock metrics"
+      kill -TERM "$dpid"; wait "$dpid"; drc=$?
+      echo "daemon exit after SIGTERM: $drc; socket left behind: $([ -e "$sock" ] && echo yes || echo no)" | tee -a "$out/daemon-serve.log"
+      [ "$drc" -eq 0 ] || rc=$drc ;;
     scaling) step scaling "${SCALING_TIMEOUT:-300}" ./cuzk bench backend --backend cuda --min-log 20 --max-log "$MAX_LOG" --json "$out/scaling.json" ;;
     *) echo "unknown step $s"; rc=2 ;;
   esac
