@@ -199,3 +199,75 @@ fn pce_pipeline_bench_rejects_bad_arguments_with_one_line() {
         assert!(help.contains(flag), "--help lacks {flag}: {help}");
     }
 }
+
+/// `cuzk daemon` on a unix socket driven by `cuzk client`: status, a garbage C1 answered
+/// FAILED (exit 1, reason printed), a real 2 KiB job submitted and awaited by another client
+/// process while SIGTERM arrives — the in-flight job still completes (its proof verifies),
+/// the daemon exits 0 and removes its socket; `--print-config` shows env overrides and a bad
+/// config key is refused with its name.
+#[test]
+fn daemon_serves_clients_and_drains_on_sigterm() {
+    shared_params();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("cuzk.toml");
+    std::fs::write(&cfg, "[engine]\nsynthesis_workers = 1\nbackend = \"cpu\"\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--print-config", "--config", s(&cfg)])
+        .env("CUZK_PROVERS_PER_DEVICE", "3")
+        .output()
+        .unwrap();
+    let shown = text(&o.stdout);
+    assert!(o.status.success() && shown.contains("provers_per_device = 3") && shown.contains("synthesis_workers = 1"), "{shown}");
+    std::fs::write(dir.path().join("bad.toml"), "[engine]\nbakend = \"cpu\"\n").unwrap();
+    let o = cuzk(&["daemon", "--print-config", "--config", s(&dir.path().join("bad.toml"))], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("bakend"), "{}", text(&o.stderr));
+
+    let sock = dir.path().join("d.sock");
+    let addr = format!("unix://{}", sock.display());
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--config", s(&cfg), "--listen", &addr])
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while !sock.exists() {
+        assert!(t.elapsed().as_secs() < 60, "the daemon did not create its socket");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = cuzk(&["client", "--addr", &addr, "status"], &[]);
+    assert!(o.status.success() && text(&o.stdout).contains("device 0: cpu"), "{}", text(&o.stdout));
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{\"not\": \"a c1\"}").unwrap();
+    let o = cuzk(&["client", "--addr", &addr, "prove", "--c1", s(&garbage), "--miner-id", "1", "--sector-number", "1", "--out", s(&dir.path().join("g.proof"))], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stdout).contains("FAILED") && text(&o.stdout).contains("vanilla_proof"), "{}", text(&o.stdout));
+    assert!(!dir.path().join("g.proof").exists(), "a failed job writes no proof");
+
+    let c1 = fixture();
+    let o = cuzk(&["client", "--addr", &addr, "submit", "--c1", s(&c1)], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let job = text(&o.stdout).trim().to_string();
+    let proof = dir.path().join("p.proof");
+    let waiter = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["client", "--addr", &addr, "await", "--job-id", &job, "--out", s(&proof)])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let k = Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
+    assert!(k.success());
+    let w = waiter.wait_with_output().unwrap();
+    assert!(w.status.success(), "the in-flight job must complete during the drain: {}", text(&w.stdout));
+    assert!(text(&w.stdout).contains("COMPLETED"));
+    let status = daemon.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(daemon.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "daemon exit {status:?}: {err}");
+    assert!(err.contains("stopped"), "{err}");
+    assert!(!sock.exists(), "the socket is removed on exit");
+    let o = cuzk(&["verify", "--c1", s(&c1), "--proof", s(&proof)], &[]);
+    assert!(o.status.success() && text(&o.stdout).contains("VALID"), "{}", text(&o.stdout));
+}
