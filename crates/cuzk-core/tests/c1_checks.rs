@@ -149,3 +149,20 @@ fn gen_c1_is_deterministic_for_a_seed() {
     let c1 = C1::load(&a.path().join("c1.json"), None).unwrap();
     prepare::<SectorShape2KiB>(&c1, &identity()).unwrap();
 }
+
+/// Curio's c1.json form ({"SectorNum", "Phase1Out": base64 of the C1 output, "SectorSize"})
+/// parses to the same C1 as the bare JSON; a wrong SectorSize in the envelope is refused.
+#[test]
+fn curio_phase1out_envelope_parses_like_the_bare_c1() {
+    use base64::Engine as _;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json");
+    let bare = std::fs::read(&path).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bare);
+    let env = format!("{{\"SectorNum\":1,\"Phase1Out\":\"{b64}\",\"SectorSize\":2048}}");
+    let a = cuzk_core::porep::c1::C1::parse(&path, &bare, None).unwrap();
+    let b = cuzk_core::porep::c1::C1::parse(&path, env.as_bytes(), None).unwrap();
+    assert_eq!((a.registered_proof, a.comm_r, a.comm_d, a.seed, a.ticket), (b.registered_proof, b.comm_r, b.comm_d, b.seed, b.ticket));
+    let wrong = env.replace("\"SectorSize\":2048", "\"SectorSize\":8388608");
+    let e = cuzk_core::porep::c1::C1::parse(&path, wrong.as_bytes(), None).unwrap_err().to_string();
+    assert!(e.contains("SectorSize 8388608"), "{e}");
+}

@@ -127,6 +127,7 @@ fn committed_corpus_is_rejected_with_its_messages() {
         };
         let err = err.unwrap_or_else(|| panic!("{} was accepted", c.file));
         assert!(err.contains(&c.file), "{}: the error does not name the file: {err}", c.file);
+        eprintln!("corpus {}: {err}", c.file);
         assert!(err.contains(&c.error), "{}: {err:?} lacks {:?}", c.file, c.error);
         seen += 1;
     }

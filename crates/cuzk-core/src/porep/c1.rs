@@ -50,6 +50,27 @@ struct RawC1 {
     ticket: [u8; 32],
 }
 
+/// Curio's / lotus-bench's c1.json: the C1 output JSON, base64-encoded.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize", default)]
+    sector_size: Option<u64>,
+}
+
+/// The error for bytes that are not a C1 output, by what serde saw.
+fn classify(path: &Path, e: serde_json::Error) -> Error {
+    let what = if e.is_eof() {
+        "truncated JSON"
+    } else if e.is_syntax() {
+        "not JSON"
+    } else {
+        "not a C1 output (SealCommitPhase1Output)"
+    };
+    Error::c1(path, format!("{what}: {e}"))
+}
+
 /// The variant name filecoin-proofs-api wraps a sector size's vanilla proofs in.
 fn variant_for(sector_size: u64) -> String {
     format!("StackedDrg{}V1", sector::size_name(sector_size))
@@ -69,16 +90,39 @@ impl C1 {
         if bytes.is_empty() {
             return Err(Error::c1(path, "empty file"));
         }
-        let raw: RawC1 = serde_json::from_slice(bytes).map_err(|e| {
-            let what = if e.is_eof() {
-                "truncated JSON"
-            } else if e.is_syntax() {
-                "not JSON"
-            } else {
-                "not a C1 output (SealCommitPhase1Output)"
-            };
-            Error::c1(path, format!("{what}: {e}"))
-        })?;
+        // A C1 output is a JSON object; anything else (an array, a number) is valid JSON that
+        // serde would report as a syntax error deep inside the struct, so say it here.
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') | None => {}
+            Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() => {
+                return Err(Error::c1(path, "not a C1 output (SealCommitPhase1Output): the JSON value is not an object"));
+            }
+            Some(_) => {}
+        }
+        let raw: RawC1 = match serde_json::from_slice(bytes) {
+            Ok(r) => r,
+            Err(first) => {
+                // Curio's and lotus-bench's c1.json files wrap the C1 output, base64-encoded,
+                // as {"SectorNum": …, "Phase1Out": "…", "SectorSize": …}.
+                if let Ok(env) = serde_json::from_slice::<Envelope>(bytes) {
+                    use base64::Engine as _;
+                    let inner = base64::engine::general_purpose::STANDARD
+                        .decode(env.phase1_out.trim())
+                        .map_err(|e| Error::c1(path, format!("Phase1Out is not base64: {e}")))?;
+                    let c1 = Self::parse(path, &inner, expected).map_err(|e| match e {
+                        Error::C1 { reason, .. } => Error::c1(path, format!("inside Phase1Out: {reason}")),
+                        other => other,
+                    })?;
+                    if let Some(size) = env.sector_size {
+                        if size != c1.sector_size() {
+                            return Err(Error::c1(path, format!("SectorSize {size} does not match the wrapped C1's {}", c1.sector_size())));
+                        }
+                    }
+                    return Ok(c1);
+                }
+                return Err(classify(path, first));
+            }
+        };
         let wrapped = raw.registered_proof.is_some();
         let registered_proof = match (raw.registered_proof, expected) {
             (Some(file), Some(exp)) if file.sector_size() != exp.sector_size() => {
