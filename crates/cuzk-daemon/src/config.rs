@@ -144,12 +144,15 @@ impl DaemonConfig {
             }
             None => DaemonConfig::default(),
         };
+        cfg.validate()?;
         for (var, key) in ENV_KEYS {
             if let Some(v) = env(var) {
-                cfg.set(key, &v).map_err(|e| DaemonError::Config(format!("{var}={v:?}: {e}")))?;
+                let named = |e: String| DaemonError::Config(format!("{var}={v:?}: {e}"));
+                cfg.set(key, &v).map_err(named)?;
+                // Checked per variable, so that a bad value is blamed on the variable.
+                cfg.validate().map_err(|e| named(e.to_string()))?;
             }
         }
-        cfg.validate()?;
         Ok(cfg)
     }
 
