@@ -4,6 +4,7 @@
 //! generator, the bellperson reference prover, `verify_seal`), and memory accounting (RSS,
 //! peak RSS, `malloc_trim`, the stage tracer). It knows nothing of CUDA, pipelines or the CLI.
 
+pub mod atomic;
 pub mod backend;
 pub mod error;
 pub mod fixed_base;

@@ -2,11 +2,10 @@
 //! (`FIL_PROOFS_PARAMETER_CACHE`, else a cache directory outside any checkout), a cheap
 //! structural check of `.params` and `.vk` files (every section's declared count against the
 //! bytes actually there, so a truncated file is named and rejected before any proving), a
-//! parallel mmap loader, and atomic writes (temp file + fsync + rename), because
+//! parallel mmap loader, and atomic writes ([`crate::atomic`]: temp file + fsync + rename), because
 //! filecoin-proofs never regenerates a partially written `.params` file.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -224,31 +223,7 @@ pub fn load_params(path: &Path) -> Result<(Parameters<Bls12>, ParamsLayout)> {
     Ok((params, s.layout))
 }
 
-/// Writes `path` through a temporary file in the same directory, fsynced and renamed into
-/// place, so that a crash leaves either the old file or the complete new one.
-pub fn write_atomically(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".cuzk-tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
-        f(&mut w).map_err(|e| Error::io(path, e))?;
-        w.flush().map_err(|e| Error::io(path, e))?;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(|e| Error::io(path, e))?;
-    }
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
-}
+pub use crate::atomic::write_atomically;
 
 /// Serialises parameters exactly as bellperson's `Parameters::write` does, into `path`
 /// (atomically).
