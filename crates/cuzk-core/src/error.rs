@@ -31,6 +31,10 @@ pub enum Error {
     /// The inputs are well-formed but do not belong together (wrong sector, bad path, ...).
     #[error("{0}")]
     Invalid(String),
+    /// The proving device failed (or is gone) while proving; the same work may succeed on
+    /// another backend.
+    #[error("the proving device failed: {0}")]
+    Device(String),
     /// Circuit synthesis or proving failed.
     #[error("proving failed: {0}")]
     Proving(String),

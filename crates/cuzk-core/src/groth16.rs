@@ -166,7 +166,11 @@ pub fn check_layout(params: &Parameters<Bls12>, num_inputs: usize, num_aux: usiz
 }
 
 fn backend_err(e: crate::backend::BackendError) -> Error {
-    Error::Proving(e.to_string())
+    use crate::backend::BackendError as B;
+    match e {
+        B::Device(m) | B::Unavailable(m) => Error::Device(m),
+        B::Input(_) => Error::Proving(e.to_string()),
+    }
 }
 
 fn msm<P: MsmPoint>(b: &dyn Backend, bases: &[P], scalars: &[Scalar], mode: MsmMode) -> Result<P::Curve> {

@@ -57,6 +57,17 @@ pub struct Device {
     pub backend: Arc<dyn Backend>,
 }
 
+/// What the prover does when its device fails on a partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum DeviceErrorPolicy {
+    /// The partition, and so its proof, fails with the device's error.
+    #[default]
+    Fail,
+    /// The partition is evaluated again and proved on the CPU backend (slow, but the proof
+    /// arrives); counted in [`Stats::retried_on_cpu`].
+    RetryOnCpu,
+}
+
 /// Engine settings.
 #[derive(Clone)]
 pub struct Config {
@@ -68,6 +79,7 @@ pub struct Config {
     /// Host bytes that admitted partitions may hold together.
     pub budget_bytes: u64,
     pub mode: MsmMode,
+    pub on_device_error: DeviceErrorPolicy,
     /// RSS sampling period of the trace.
     pub sample_period: Duration,
     /// Record into this trace (e.g. one a benchmark already marks phases on) instead of a
@@ -85,6 +97,7 @@ impl Config {
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
             mode: MsmMode::Split,
+            on_device_error: DeviceErrorPolicy::Fail,
             sample_period: Duration::from_millis(100),
             trace: None,
         }
@@ -241,6 +254,8 @@ pub struct Stats {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
     pub partitions_proved: AtomicU64,
+    /// Partitions whose device failed and that were proved again on the CPU.
+    pub retried_on_cpu: AtomicU64,
 }
 
 impl Engine {
@@ -387,10 +402,12 @@ impl Engine {
         drop(pr_tx);
 
         // Prove.
+        let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
+            .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
         for dev in &cfg.devices {
             for pi in 0..cfg.provers_per_device.max(1) {
-                let (trace, reg, done_tx, rx, dev, mode, stats) =
-                    (trace.clone(), reg.clone(), done_tx.clone(), pr_rx.clone(), dev.clone(), cfg.mode, stats.clone());
+                let (trace, reg, done_tx, rx, dev, mode, stats, fallback) =
+                    (trace.clone(), reg.clone(), done_tx.clone(), pr_rx.clone(), dev.clone(), cfg.mode, stats.clone(), fallback.clone());
                 threads.push(spawn(
                     format!("cuzk-prove-{}-{pi}", dev.name),
                     Box::new(move || {
@@ -402,14 +419,21 @@ impl Engine {
                             }
                             let abc = c.ws.abc;
                             let result = trace.record("prove", c.id, c.k, &lane, &dev.name, || {
-                                guarded("prove", || {
-                                    let d = cuzk_pce::prove::densities(&c.pce);
-                                    let wit = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
-                                    groth16::prove(dev.backend.as_ref(), &c.params, &d, wit, c.r, c.s, mode)
-                                        .map(|(p, _)| p)
-                                        .map_err(|e| PipelineError::Prove(e.to_string()))
-                                })
+                                guarded("prove", || prove_partition(dev.backend.as_ref(), &c, &w, eval, mode))
                             });
+                            let result = match (result, &fallback) {
+                                (Err(PipelineError::Device(m)), Some(cpu)) => {
+                                    tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "device failed ({m}); proving this partition again on the CPU");
+                                    stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
+                                    trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{pi}", dev.name), "cpu", || {
+                                        guarded("prove", || {
+                                            let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(e.to_string()))?;
+                                            prove_partition(cpu.as_ref(), &c, &w, eval, mode)
+                                        })
+                                    })
+                                }
+                                (r, _) => r,
+                            };
                             // a, b, c were consumed (and freed) by the prover; the witness goes now.
                             lease.release(abc);
                             drop(w);
@@ -508,6 +532,16 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.join();
     }
+}
+
+/// One partition's Groth16 proof on `backend` (a, b, c are consumed).
+fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Evaluations, mode: MsmMode) -> Result<Proof<Bls12>, PipelineError> {
+    let d = cuzk_pce::prove::densities(&c.pce);
+    let wit = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
+    groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode).map(|(p, _)| p).map_err(|e| match e {
+        cuzk_core::Error::Device(m) => PipelineError::Device(m),
+        e => PipelineError::Prove(e.to_string()),
+    })
 }
 
 fn finish(

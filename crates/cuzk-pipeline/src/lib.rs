@@ -11,7 +11,7 @@ pub mod porep;
 pub mod trace;
 
 pub use budget::{Budget, Lease};
-pub use engine::{Config, Device, Engine, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
+pub use engine::{Config, Device, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
 pub use trace::Trace;
 
 /// Why a job (or one of its partitions) did not produce a proof.
@@ -27,6 +27,9 @@ pub enum PipelineError {
     Witness(String),
     #[error("proving failed: {0}")]
     Prove(String),
+    /// The proving device failed on this partition (retried on the CPU when so configured).
+    #[error("the proving device failed: {0}")]
+    Device(String),
     #[error("the finished proof failed verification: {0}")]
     Verify(String),
     #[error("the {stage} stage panicked: {message}")]

@@ -3,7 +3,9 @@
 //! its own proof only, and all budget comes back; a working set larger than the budget is
 //! refused, not waited on; a tight budget serialises partitions; a verification failure is
 //! caught and nothing is returned; partitions of several proofs really overlap; shutdown with
-//! queued work answers every ticket.
+//! queued work answers every ticket; an injected device failure fails its proof or is proved
+//! again on the CPU, as configured; corrupted evaluations and MSM results are caught by
+//! verification.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,11 +13,12 @@ use std::time::Duration;
 
 use bellperson::groth16::{self, Parameters, Proof};
 use blstrs::{Bls12, Scalar};
+use cuzk_core::backend::fault::{parse_plans, FaultyBackend};
 use cuzk_core::testing::SatisfiedCircuit;
 use cuzk_pce::paramgen::{generate_for, Secrets};
 use cuzk_pce::{extract, PreCompiledCircuit};
 use cuzk_pipeline::engine::{Synthesize, VerifyProof};
-use cuzk_pipeline::{Config, Engine, Job, JobSource, PartitionInput, PipelineError, WorkingSet};
+use cuzk_pipeline::{Config, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, PipelineError, WorkingSet};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -260,4 +263,70 @@ fn partitions_spread_over_several_devices() {
     let lanes: std::collections::BTreeSet<String> =
         engine.trace().events().into_iter().filter(|e| e.stage == "prove").map(|e| e.lane).collect();
     assert_eq!(lanes.len(), 2, "{lanes:?}");
+}
+
+/// One device named `gpu0` whose backend is the CPU's with `plans` injected.
+fn faulty_device(plans: &str) -> (Arc<FaultyBackend>, cuzk_pipeline::Device) {
+    let cpu = Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn cuzk_core::backend::Backend>;
+    let fb = Arc::new(FaultyBackend::new(cpu, parse_plans(plans).unwrap()));
+    (fb.clone(), cuzk_pipeline::Device { name: "gpu0".into(), backend: fb })
+}
+
+#[test]
+fn a_device_failure_fails_its_proof_or_is_retried_on_the_cpu_as_configured() {
+    let f = fixture();
+    // Fail (the default): the first partition's device call fails; that proof fails with the
+    // device's error, the engine keeps serving and the next proof is bellperson's.
+    let (fb, dev) = faulty_device("device-error");
+    let mut cfg = Config::cpu(2, roomy());
+    cfg.devices = vec![dev];
+    assert_eq!(cfg.on_device_error, DeviceErrorPolicy::Fail);
+    let engine = Engine::start(cfg).unwrap();
+    match engine.submit(job(&f, &rs(40, 2), None, None)).unwrap().wait().result {
+        Err(PipelineError::Device(m)) => assert!(m.contains("injected fault"), "{m}"),
+        other => panic!("an injected device failure must fail its proof: {other:?}"),
+    }
+    let s = rs(41, 2);
+    assert_eq!(engine.submit(job(&f, &s, None, None)).unwrap().wait().result.unwrap(), reference(&f, &s));
+    assert_eq!((fb.injected(), engine.stats().retried_on_cpu.load(Ordering::Relaxed)), (1, 0));
+    assert_eq!(engine.budget().in_use(), 0, "the failed partition's budget came back");
+    drop(engine);
+
+    // RetryOnCpu: a device that always fails; every partition is proved again on the CPU and
+    // the proof is still bellperson's, bit for bit.
+    let (fb, dev) = faulty_device("device-error,times=all");
+    let mut cfg = Config::cpu(2, roomy());
+    cfg.devices = vec![dev];
+    cfg.on_device_error = DeviceErrorPolicy::RetryOnCpu;
+    let engine = Engine::start(cfg).unwrap();
+    let s = rs(42, 3);
+    assert_eq!(engine.submit(job(&f, &s, None, None)).unwrap().wait().result.unwrap(), reference(&f, &s));
+    assert_eq!((fb.injected(), engine.stats().retried_on_cpu.load(Ordering::Relaxed)), (3, 3));
+    let retried = engine.trace().events().into_iter().filter(|e| e.lane.starts_with("retry-cpu-gpu0") && e.stage == "prove").count();
+    assert_eq!(retried, 3, "each retry is traced on its own lane");
+    assert_eq!(engine.budget().in_use(), 0);
+}
+
+#[test]
+fn corrupted_evaluations_and_msm_results_are_caught_by_verification() {
+    let f = fixture();
+    for plan in ["corrupt-evaluation,times=all", "corrupt-msm,times=all"] {
+        let (fb, dev) = faulty_device(plan);
+        let mut cfg = Config::cpu(1, roomy());
+        cfg.devices = vec![dev];
+        let engine = Engine::start(cfg).unwrap();
+        // Unverified (the caller opted out), the corrupted proof comes out and is invalid: the
+        // injected fault is real.
+        let out = engine.submit(job(&f, &rs(50, 1), None, None)).unwrap().wait();
+        assert!(!out.verified);
+        assert!(!verifies(&f, &out.result.unwrap()), "{plan}: the fault must spoil the proof");
+        // With verification, it is caught and no proof is returned.
+        let vf = fixture();
+        let check: VerifyProof = Box::new(move |b: &[u8]| if verifies(&vf, b) { Ok(()) } else { Err("the proof is invalid".into()) });
+        match engine.submit(job(&f, &rs(51, 1), None, Some(check))).unwrap().wait() {
+            Outcome { result: Err(PipelineError::Verify(m)), verified: false, .. } => assert!(m.contains("invalid")),
+            other => panic!("{plan}: a corrupted proof must not be returned: {other:?}"),
+        }
+        assert_eq!(fb.injected(), 2, "{plan}");
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod conformance;
 pub mod cpu;
+pub mod fault;
 pub mod curve;
 pub mod ntt;
 

@@ -1,0 +1,210 @@
+//! Fault injection for tests and failure drills: [`FaultyBackend`] wraps any backend and, on
+//! chosen partition proofs (counted by their quotient + H step, the first backend call of
+//! every partition), fails with a device error, corrupts the A evaluation handed to it, or
+//! corrupts the H MSM result. Every other call passes through unchanged. The daemon enables it
+//! with `engine.inject_fault`; nothing else does.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
+use ff::Field;
+use group::Group;
+
+use super::{Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind};
+
+/// What an injected fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The call fails as a device failure would (`BackendError::Device`).
+    DeviceError,
+    /// One value of the A evaluation is changed before the quotient is computed.
+    CorruptEvaluation,
+    /// The H MSM's result is moved off by the generator.
+    CorruptMsm,
+}
+
+/// Which partition proofs a fault hits: the calls numbered `skip` to `skip + times − 1`
+/// (from 0, in the order the wrapped backend sees them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultPlan {
+    pub kind: FaultKind,
+    pub skip: u64,
+    pub times: u64,
+}
+
+impl FromStr for FaultPlan {
+    type Err = String;
+
+    /// `KIND[,skip=N][,times=N|all]` with KIND one of `device-error`, `corrupt-evaluation`,
+    /// `corrupt-msm`; by default the first partition only.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.split(',').map(str::trim);
+        let kind = match parts.next().unwrap_or("") {
+            "device-error" => FaultKind::DeviceError,
+            "corrupt-evaluation" => FaultKind::CorruptEvaluation,
+            "corrupt-msm" => FaultKind::CorruptMsm,
+            other => return Err(format!("unknown fault {other:?}: want device-error, corrupt-evaluation or corrupt-msm")),
+        };
+        let mut plan = FaultPlan { kind, skip: 0, times: 1 };
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("{p:?}: want key=value"))?;
+            let n = || v.parse::<u64>().map_err(|e| format!("{k}={v:?}: {e}"));
+            match k {
+                "skip" => plan.skip = n()?,
+                "times" if v == "all" => plan.times = u64::MAX,
+                "times" => plan.times = n()?,
+                _ => return Err(format!("unknown fault setting {k:?}: want skip or times")),
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// Several plans, `;`-separated in text (`device-error;corrupt-msm,skip=1`); on each call the
+/// first plan that covers it applies.
+pub fn parse_plans(s: &str) -> Result<Vec<FaultPlan>, String> {
+    s.split(';').filter(|p| !p.trim().is_empty()).map(str::parse).collect()
+}
+
+/// A backend that injects the faults of its plans into the one it wraps.
+pub struct FaultyBackend {
+    inner: Arc<dyn Backend>,
+    plans: Vec<FaultPlan>,
+    calls: AtomicU64,
+    hits: AtomicU64,
+}
+
+impl FaultyBackend {
+    pub fn new(inner: Arc<dyn Backend>, plans: Vec<FaultPlan>) -> Self {
+        FaultyBackend { inner, plans, calls: AtomicU64::new(0), hits: AtomicU64::new(0) }
+    }
+
+    /// Faults injected so far.
+    pub fn injected(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    fn hit(&self) -> Option<(u64, FaultKind)> {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let plan = self.plans.iter().find(|p| n >= p.skip && n - p.skip < p.times)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some((n, plan.kind))
+    }
+}
+
+fn msm_of<P: MsmPoint>(b: &dyn Backend) -> &dyn Msm<P> {
+    P::msm_of(b)
+}
+
+macro_rules! pass_msm {
+    ($p:ty) => {
+        impl Msm<$p> for FaultyBackend {
+            fn msm(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                msm_of::<$p>(self.inner.as_ref()).msm(bases, scalars)
+            }
+            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                msm_of::<$p>(self.inner.as_ref()).sum_selected(bases, indices)
+            }
+            fn msm_split(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                msm_of::<$p>(self.inner.as_ref()).msm_split(bases, scalars)
+            }
+        }
+    };
+}
+pass_msm!(G1Affine);
+pass_msm!(G2Affine);
+
+impl Ntt for FaultyBackend {
+    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+        self.inner.ntt(data, kind)
+    }
+    fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
+        self.inner.quotient(a, b, c)
+    }
+}
+
+impl Backend for FaultyBackend {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn quotient_msm_h(
+        &self,
+        mut a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> BackendResult<(G1Projective, Duration)> {
+        let Some((n, kind)) = self.hit() else { return self.inner.quotient_msm_h(a, b, c, h_bases) };
+        tracing::warn!(call = n, ?kind, "injecting a backend fault");
+        match kind {
+            FaultKind::DeviceError => Err(BackendError::Device(format!("injected fault: device error on partition call {n}"))),
+            FaultKind::CorruptEvaluation => {
+                if let Some(x) = a.first_mut() {
+                    *x += Scalar::ONE;
+                }
+                self.inner.quotient_msm_h(a, b, c, h_bases)
+            }
+            FaultKind::CorruptMsm => {
+                let (h, t) = self.inner.quotient_msm_h(a, b, c, h_bases)?;
+                Ok((h + G1Projective::generator(), t))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::CpuBackend;
+    use rand::SeedableRng;
+
+    #[test]
+    fn plans_parse_and_bad_ones_are_named() {
+        assert_eq!("device-error".parse(), Ok(FaultPlan { kind: FaultKind::DeviceError, skip: 0, times: 1 }));
+        assert_eq!(
+            "corrupt-msm, skip=2, times=all".parse(),
+            Ok(FaultPlan { kind: FaultKind::CorruptMsm, skip: 2, times: u64::MAX })
+        );
+        assert!("melt".parse::<FaultPlan>().unwrap_err().contains("melt"));
+        assert!("device-error,times=x".parse::<FaultPlan>().unwrap_err().contains("times"));
+        assert!("device-error,when=now".parse::<FaultPlan>().unwrap_err().contains("when"));
+        let two = parse_plans("device-error; corrupt-msm,skip=1").unwrap();
+        assert_eq!(two[1], FaultPlan { kind: FaultKind::CorruptMsm, skip: 1, times: 1 });
+        assert!(parse_plans("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_the_planned_calls_are_faulted_and_each_fault_changes_the_answer() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let n = 16;
+        let v = |rng: &mut rand_chacha::ChaCha8Rng| (0..n).map(|_| Scalar::random(&mut *rng)).collect::<Vec<_>>();
+        let (a, b) = (v(&mut rng), v(&mut rng));
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let bases: Vec<G1Affine> = (0..n - 1).map(|_| (G1Projective::random(&mut rng)).into()).collect();
+        let cpu: Arc<dyn Backend> = Arc::new(CpuBackend::new());
+        let want = cpu.quotient_msm_h(a.clone(), b.clone(), c.clone(), &bases).unwrap().0;
+        for kind in [FaultKind::DeviceError, FaultKind::CorruptEvaluation, FaultKind::CorruptMsm] {
+            let f = FaultyBackend::new(cpu.clone(), vec![FaultPlan { kind, skip: 1, times: 2 }]);
+            let got: Vec<_> = (0..4).map(|_| f.quotient_msm_h(a.clone(), b.clone(), c.clone(), &bases).map(|r| r.0)).collect();
+            assert_eq!(got[0].as_ref().unwrap(), &want, "{kind:?}: call 0 passes");
+            assert_eq!(got[3].as_ref().unwrap(), &want, "{kind:?}: call 3 passes");
+            for g in &got[1..3] {
+                match (kind, g) {
+                    (FaultKind::DeviceError, Err(BackendError::Device(m))) => assert!(m.contains("injected")),
+                    (FaultKind::DeviceError, other) => panic!("want a device error: {other:?}"),
+                    (_, r) => assert_ne!(r.as_ref().unwrap(), &want, "{kind:?} must change the result"),
+                }
+            }
+            assert_eq!(f.injected(), 2);
+            // Everything else passes through.
+            assert_eq!(
+                Msm::<G1Affine>::msm(&f, &bases, &a[..n - 1]).unwrap(),
+                Msm::<G1Affine>::msm(cpu.as_ref(), &bases, &a[..n - 1]).unwrap()
+            );
+        }
+    }
+}
