@@ -59,6 +59,12 @@ pub struct EngineSection {
     pub budget: String,
     /// Run verify_seal on every proof before returning it (a request can opt out).
     pub verify: bool,
+    /// When a device fails on a partition: "fail" (the job fails with the device's error) or
+    /// "retry-cpu" (that partition is evaluated again and proved on the CPU).
+    pub on_device_error: String,
+    /// Testing and failure drills only: faults injected into every device's backend, e.g.
+    /// "device-error" or "device-error;corrupt-msm,skip=1" (docs/RELIABILITY.md); "" = none.
+    pub inject_fault: String,
 }
 
 impl Default for EngineSection {
@@ -70,6 +76,8 @@ impl Default for EngineSection {
             max_in_flight: 0,
             budget: "auto".into(),
             verify: true,
+            on_device_error: "fail".into(),
+            inject_fault: String::new(),
         }
     }
 }
@@ -129,6 +137,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_MAX_IN_FLIGHT", "engine.max_in_flight"),
     ("CUZK_BUDGET", "engine.budget"),
     ("CUZK_VERIFY", "engine.verify"),
+    ("CUZK_ON_DEVICE_ERROR", "engine.on_device_error"),
+    ("CUZK_INJECT_FAULT", "engine.inject_fault"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
     ("CUZK_MAX_REQUEST", "jobs.max_request"),
@@ -173,6 +183,8 @@ impl DaemonConfig {
                     _ => return Err("want true or false".into()),
                 }
             }
+            "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
+            "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
@@ -191,6 +203,10 @@ impl DaemonConfig {
         if self.engine.synthesis_workers == 0 || self.engine.provers_per_device == 0 {
             return bad("engine", "synthesis_workers and provers_per_device must be at least 1".into());
         }
+        if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
+            return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
+        }
+        cuzk_core::backend::fault::parse_plans(&self.engine.inject_fault).map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
@@ -275,6 +291,12 @@ mod tests {
         assert!(e.contains("http://x"), "{e}");
         let e = DaemonConfig::load(None, |k| (k == "CUZK_PRELOAD").then(|| "porep-3k".into())).unwrap_err().to_string();
         assert!(e.contains("porep-3k"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_ON_DEVICE_ERROR").then(|| "pray".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_ON_DEVICE_ERROR") && e.contains("retry-cpu"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_INJECT_FAULT").then(|| "melt".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_INJECT_FAULT") && e.contains("melt"), "{e}");
+        let ok = DaemonConfig::load(None, |k| (k == "CUZK_ON_DEVICE_ERROR").then(|| "retry-cpu".into())).unwrap();
+        assert_eq!(ok.engine.on_device_error, "retry-cpu");
     }
 
     #[test]

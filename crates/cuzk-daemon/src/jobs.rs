@@ -118,6 +118,7 @@ struct Shared {
     engine: Mutex<Option<Engine>>,
     trace: Arc<Trace>,
     budget: cuzk_pipeline::Budget,
+    stats: Arc<cuzk_pipeline::engine::Stats>,
     max_in_flight: usize,
     retain: usize,
     verify_default: bool,
@@ -152,6 +153,7 @@ impl Jobs {
     pub fn new(engine: Engine, cfg: JobsConfig) -> Jobs {
         let trace = engine.trace().clone();
         let budget = engine.budget().clone();
+        let stats = engine.stats().clone();
         let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
             ^ std::process::id() as u64;
         let s = Arc::new(Shared {
@@ -160,6 +162,7 @@ impl Jobs {
             engine: Mutex::new(Some(engine)),
             trace,
             budget,
+            stats,
             max_in_flight: cfg.max_in_flight.max(1),
             retain: cfg.retain.max(1),
             verify_default: cfg.verify,
@@ -178,6 +181,11 @@ impl Jobs {
 
     pub fn budget(&self) -> &cuzk_pipeline::Budget {
         &self.s.budget
+    }
+
+    /// The engine's counters.
+    pub fn engine_stats(&self) -> &cuzk_pipeline::engine::Stats {
+        &self.s.stats
     }
 
     /// Queues a request (or returns the job an earlier request with the same id made). Blocks

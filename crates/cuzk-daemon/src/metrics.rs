@@ -25,6 +25,12 @@ pub fn render(svc: &Service) -> String {
             ("{outcome=\"cancelled\"}".into(), c.cancelled as f64),
         ],
     );
+    metric(
+        "cuzk_partitions_retried_on_cpu_total",
+        "counter",
+        "Partitions whose device failed and that were proved again on the CPU.",
+        vec![(String::new(), svc.jobs().engine_stats().retried_on_cpu.load(std::sync::atomic::Ordering::Relaxed) as f64)],
+    );
     let trace = svc.jobs().trace();
     let stages = trace.stage_summaries(|_| true);
     metric(

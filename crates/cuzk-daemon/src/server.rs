@@ -43,10 +43,24 @@ impl Handle {
     }
 }
 
-/// The engine settings a daemon config asks for, over `devices`.
+/// The engine settings a daemon config asks for, over `devices` (each wrapped in the
+/// configured fault injection, if any).
 pub fn engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Config {
     let mut c = Config::cpu(cfg.engine.synthesis_workers, cfg.budget_bytes());
-    c.devices = devices;
+    let plans = cuzk_core::backend::fault::parse_plans(&cfg.engine.inject_fault).unwrap_or_default();
+    c.devices = if plans.is_empty() {
+        devices
+    } else {
+        tracing::warn!(faults = %cfg.engine.inject_fault, "FAULT INJECTION is on: device calls will fail or be corrupted as configured");
+        let wrap = |d: Device| Device {
+            backend: std::sync::Arc::new(cuzk_core::backend::fault::FaultyBackend::new(d.backend, plans.clone())),
+            name: d.name,
+        };
+        devices.into_iter().map(wrap).collect()
+    };
+    if cfg.engine.on_device_error == "retry-cpu" {
+        c.on_device_error = cuzk_pipeline::DeviceErrorPolicy::RetryOnCpu;
+    }
     c.provers_per_device = cfg.engine.provers_per_device.max(1);
     c.trace = Some(Trace::bounded(TRACE_CAP));
     c

@@ -510,7 +510,7 @@ impl Engine {
         &self.budget
     }
 
-    pub fn stats(&self) -> &Stats {
+    pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
     }
 
