@@ -296,6 +296,24 @@ enum BenchCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Where witness synthesis spends its time: one partition's witness timed plainly, then
+    /// again with every namespace timed (self and inclusive seconds, allocations, constraints
+    /// per namespace path, numbers collapsed so repeated gadgets add up). The profiled witness
+    /// is checked equal to the plain one.
+    Witness {
+        #[arg(long)]
+        c1: PathBuf,
+        /// Namespace levels kept apart (deeper ones are counted in their ancestor).
+        #[arg(long, default_value_t = 4)]
+        depth: usize,
+        /// Rows printed (largest inclusive time first).
+        #[arg(long, default_value_t = 30)]
+        top: usize,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// End to end, old path (bellperson) then new path (witness + PCE + cuzk prover) over the
     /// same C1 with the same loaded parameters; both proofs verified; times per stage and the
     /// ratio. Writes JSON with --json.
@@ -786,6 +804,32 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             println!("bit-for-bit: EQUAL");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Witness { c1, depth, top, sector, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
+            let (plain, profiled, rows) = cuzk_pce::porep::profile_witness(&c1, &id, &pce, depth)?;
+            let per = plain * 1e6 / pce.num_constraints.max(1) as f64;
+            println!("witness of one partition: {plain:.3} s plain ({per:.3} us/constraint, {} constraints), {profiled:.3} s profiled", pce.num_constraints);
+            println!("{:>8} {:>6} {:>8} {:>11} {:>11}  namespace", "incl s", "incl %", "self s", "allocs", "constraints");
+            let total = rows.first().map(|r| r.seconds).unwrap_or(0.0).max(1e-12);
+            for r in rows.iter().take(top) {
+                println!(
+                    "{:>8.3} {:>5.1}% {:>8.3} {:>11} {:>11}  {}{}",
+                    r.seconds,
+                    100.0 * r.seconds / total,
+                    r.self_seconds,
+                    r.allocs,
+                    r.constraints,
+                    "  ".repeat(r.depth.saturating_sub(1)),
+                    r.path
+                );
+            }
+            if let Some(path) = json {
+                let doc = serde_json::json!({ "plain_seconds": plain, "profiled_seconds": profiled, "constraints": pce.num_constraints, "us_per_constraint": per, "rows": rows });
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &doc).map_err(std::io::Error::other))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::Prove { c1, sector, backend, skip_old, json } => {

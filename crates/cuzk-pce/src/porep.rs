@@ -90,7 +90,8 @@ pub fn evict(rp: RegisteredSealProof) -> Option<Arc<PreCompiledCircuit>> {
     registry::evict(&identity(rp))
 }
 
-/// The witness of every partition of a C1 (in parallel), sized from the PCE counts.
+/// The witness of every partition of a C1 (partitions and, inside each, challenges in
+/// parallel: [`split_witness`]).
 pub fn witnesses(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, circuits: usize) -> Result<Vec<WitnessCs>> {
     with_shape!(c1.sector_size(), witnesses_shaped, c1, id, pce, circuits)
 }
@@ -102,10 +103,56 @@ fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
     circuits: usize,
 ) -> Result<Vec<WitnessCs>> {
     let prepared = prepare::<Tree>(c1, id)?;
-    let list = repeat(bellperson_engine::circuits(&prepared)?, circuits);
-    list.into_par_iter()
-        .map(|c| checked_witness(c, pce))
+    let ks = repeat((0..prepared.vanilla.len()).collect(), circuits);
+    ks.into_par_iter()
+        .map(|k| split_witness(bellperson_engine::challenge_circuits(&prepared, k)?, pce))
         .collect()
+}
+
+/// The witness of one circuit from its independent pieces (e.g. one circuit per challenge,
+/// [`bellperson_engine::challenge_circuits`]), computed in parallel and joined: every piece
+/// repeats the same common part, then adds its own variables; the join keeps the common part
+/// once and appends each piece's own variables in order — the allocation order of the whole
+/// circuit. The pieces' sizes are derived from the PCE's totals, every piece must have the
+/// same shape and repeat exactly the same common values, and the result must have the PCE's
+/// counts; anything else is an error, never a silently different witness.
+pub fn split_witness<C: bellperson::Circuit<Scalar> + Send>(pieces: Vec<C>, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+    let n = pieces.len();
+    let bad = |why: String| PceError::Witness(format!("joining {n} circuit pieces: {why}"));
+    let ws: Vec<WitnessCs> = pieces
+        .into_par_iter()
+        .map(|c| cuzk_witness::witness(c, 0, 0).map_err(|e| PceError::Synthesis(e.to_string())))
+        .collect::<Result<_>>()?;
+    let Some(first) = ws.first() else { return Err(bad("no pieces".into())) };
+    let (si, sa) = (first.inputs.len(), first.aux.len());
+    if let Some(w) = ws.iter().find(|w| (w.inputs.len(), w.aux.len()) != (si, sa)) {
+        return Err(bad(format!("pieces of unequal shape: {si}+{sa} and {}+{}", w.inputs.len(), w.aux.len())));
+    }
+    let (ti, ta) = (pce.num_inputs, pce.num_aux);
+    let own = |total: usize, single: usize| -> Result<(usize, usize)> {
+        if n == 1 {
+            return Ok((0, single));
+        }
+        let extra = total.checked_sub(single).filter(|e| e % (n - 1) == 0);
+        let per = extra.map(|e| e / (n - 1)).filter(|&p| p <= single).ok_or_else(|| bad(format!("{total} variables are not 1 common part + {n} pieces of {single}")))?;
+        Ok((single - per, per))
+    };
+    let ((pre_i, _), (pre_a, _)) = (own(ti, si)?, own(ta, sa)?);
+    let mut it = ws.into_iter();
+    let mut out = it.next().unwrap_or_default();
+    out.inputs.reserve_exact(ti.saturating_sub(si));
+    out.aux.reserve_exact(ta.saturating_sub(sa));
+    for (i, w) in it.enumerate() {
+        if w.inputs[..pre_i] != out.inputs[..pre_i] || w.aux[..pre_a] != out.aux[..pre_a] {
+            return Err(bad(format!("piece {} does not repeat the common part", i + 1)));
+        }
+        out.inputs.extend_from_slice(&w.inputs[pre_i..]);
+        out.aux.extend_from_slice(&w.aux[pre_a..]);
+    }
+    if (out.inputs.len(), out.aux.len()) != (ti, ta) {
+        return Err(bad(format!("{} inputs and {} aux; the PCE has {ti} and {ta}", out.inputs.len(), out.aux.len())));
+    }
+    Ok(out)
 }
 
 /// The witness of one circuit, checked against the PCE's counts.
@@ -134,6 +181,35 @@ fn full_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, ci
     list.into_par_iter()
         .map(|c| reference::synthesize(c).map_err(|e| PceError::Synthesis(e.to_string())))
         .collect()
+}
+
+/// The first partition's witness profiled by namespace ([`cuzk_witness::profile`]), after a
+/// plain timed witness pass of the same circuit; the profiled witness must equal the plain
+/// one. Returns (plain seconds, profiled seconds, rows).
+pub fn profile_witness(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, depth: usize) -> Result<(f64, f64, Vec<cuzk_witness::profile::Row>)> {
+    with_shape!(c1.sector_size(), profile_shaped, c1, id, pce, depth)
+}
+
+fn profile_shaped<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1,
+    id: &SectorIdentity,
+    pce: &PreCompiledCircuit,
+    depth: usize,
+) -> Result<(f64, f64, Vec<cuzk_witness::profile::Row>)> {
+    use bellperson::Circuit;
+    let prepared = prepare::<Tree>(c1, id)?;
+    let circuit = bellperson_engine::circuits(&prepared)?.into_iter().next().ok_or_else(|| PceError::Witness("the C1 has no partitions".into()))?;
+    let t = std::time::Instant::now();
+    let plain = checked_witness(circuit.clone(), pce)?;
+    let plain_s = t.elapsed().as_secs_f64();
+    let mut cs = cuzk_witness::profile::ProfileCs::new(pce.num_inputs, pce.num_aux, depth);
+    let t = std::time::Instant::now();
+    circuit.synthesize(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
+    let profiled_s = t.elapsed().as_secs_f64();
+    if cs.w != plain {
+        return Err(PceError::Witness("the profiled witness differs from the plain one".into()));
+    }
+    Ok((plain_s, profiled_s, cs.rows()))
 }
 
 /// `n` circuits cycling through the partitions (`n = 0`: one per partition).

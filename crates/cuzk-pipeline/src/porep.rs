@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::bellperson_engine::circuits;
+use cuzk_core::porep::bellperson_engine::challenge_circuits;
 use cuzk_core::porep::c1::{prepare, C1};
 use cuzk_core::porep::sector::SectorIdentity;
 use cuzk_core::porep::{setup, verify};
@@ -68,13 +68,13 @@ fn partitions_shaped<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<Vec<crate::engine::Synthesize>, PipelineError> {
     let job_err = |e: cuzk_core::Error| PipelineError::Job(e.to_string());
     let prepared = prepare::<Tree>(c1, id).map_err(job_err)?;
-    let list = circuits(&prepared).map_err(job_err)?;
-    Ok(list
-        .into_iter()
-        .map(|circuit| {
-            Box::new(move |pce: &cuzk_pce::PreCompiledCircuit| {
-                cuzk_pce::porep::checked_witness(circuit, pce).map_err(|e| e.to_string())
-            }) as crate::engine::Synthesize
+    (0..prepared.vanilla.len())
+        .map(|k| {
+            // One circuit per challenge, their witnesses computed in parallel and joined.
+            let pieces = challenge_circuits(&prepared, k).map_err(job_err)?;
+            Ok(Box::new(move |pce: &cuzk_pce::PreCompiledCircuit| {
+                cuzk_pce::porep::split_witness(pieces, pce).map_err(|e| e.to_string())
+            }) as crate::engine::Synthesize)
         })
-        .collect())
+        .collect()
 }

@@ -2,7 +2,10 @@
 //! only the input and aux assignments — `alloc` and `alloc_input` evaluate and store their
 //! values, `enforce` and namespaces do nothing — so a circuit's witness costs only its value
 //! computations. The matrices live in `cuzk-pce`; this crate knows nothing of them or of GPUs.
-//! (Fast native paths for the hot gadgets are the witness-speed issue's work.)
+//! [`profile`] times the same pass by namespace. (Fast native paths for the hot gadgets are
+//! the witness-speed issue's work.)
+
+pub mod profile;
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;

@@ -40,6 +40,30 @@ pub fn circuits<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+/// Partition `k`'s circuit cut into one circuit per challenge: each holds the partition's
+/// common part (replica id, commitments, the comm_r check) and that one challenge. The
+/// challenges share nothing but the common part, so their witnesses can be computed apart
+/// and joined (`cuzk_pce::porep::split_witness`).
+pub fn challenge_circuits<Tree: 'static + MerkleTreeTrait>(
+    p: &Prepared<Tree>,
+    k: usize,
+) -> Result<Vec<StackedCircuit<Tree, DefaultPieceHasher>>> {
+    let proofs = p.vanilla.get(k).ok_or_else(|| Error::Invalid(format!("no partition {k}: the C1 has {}", p.vanilla.len())))?;
+    proofs
+        .iter()
+        .map(|proof| {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &p.public_inputs,
+                (),
+                &vec![proof.clone()],
+                &p.public_params.vanilla_params,
+                Some(k),
+            )
+            .map_err(Error::filecoin)
+        })
+        .collect()
+}
+
 /// Proves a C1 with bellperson and returns the seal proof bytes.
 pub fn prove(
     c1: &C1,
