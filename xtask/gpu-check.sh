@@ -16,6 +16,12 @@
 #              resubmissions vs the same in process), the soak (SOAK_N = 50 jobs, 4 in
 #              flight, RSS series), and a real `cuzk daemon` on a unix socket driven by
 #              `cuzk client` and stopped with SIGTERM (exit 0 expected)
+#   witness    `cuzk bench pce` with 1 and 16 circuits, `cuzk bench witness` (namespace
+#              profile), and a freshly sealed 8 MiB sector through `cuzk bench pce`
+#   faults     a CUDA daemon with CUZK_INJECT_FAULT="device-error;corrupt-msm,skip=1" and
+#              CUZK_ON_DEVICE_ERROR=retry-cpu: job 1 must complete (retried on the CPU), job 2
+#              must fail verification and leave no proof file, job 3 must complete; both
+#              proofs verified; metrics; SIGTERM
 # Exits non-zero when any step fails. Results: OUTDIR/gpu-check.tar.gz.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -70,6 +76,29 @@ for s in $STEPS; do
       step daemon-client 120 bash -c "./cuzk client --addr unix://$sock prove --c1 $c1 --out $out/daemon.proof && ./cuzk client --addr unix://$sock prove --c1 $c1 --out $out/daemon2.proof --priority critical && ./cuzk verify --c1 $c1 --proof $out/daemon.proof && ./cuzk client --addr unix://$sock status && ./cuzk client --addr unix://$sock metrics"
       kill -TERM "$dpid"; wait "$dpid"; drc=$?
       echo "daemon exit after SIGTERM: $drc; socket left behind: $([ -e "$sock" ] && echo yes || echo no)" | tee -a "$out/daemon-serve.log"
+      [ "$drc" -eq 0 ] || rc=$drc ;;
+    witness)
+      step witness-pce-1 300 ./cuzk bench pce --c1 "$c1" --circuits 1 --json "$out/witness-pce-1.json"
+      step witness-pce-16 300 ./cuzk bench pce --c1 "$c1" --circuits 16 --json "$out/witness-pce-16.json"
+      step witness-profile 120 ./cuzk bench witness --c1 "$c1" --top 40 --json "$out/witness-profile.json"
+      step witness-8m 400 bash -c "./cuzk gen-c1 --sector-size 8MiB --seed 5 --out $out/s8m && ./cuzk bench pce --c1 $out/s8m/c1.json --json $out/witness-pce-8m.json" ;;
+    faults)
+      sock="$(mktemp -u /tmp/cuzk-XXXX.sock)"
+      CUZK_BACKEND=cuda CUZK_INJECT_FAULT="device-error;corrupt-msm,skip=1" CUZK_ON_DEVICE_ERROR=retry-cpu ./cuzk daemon --listen "unix://$sock" > "$out/faults-serve.log" 2>&1 &
+      dpid=$!
+      for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+      step faults-retried 240 ./cuzk client --addr "unix://$sock" prove --c1 "$c1" --out "$out/faults-retried.proof"
+      timeout 240 ./cuzk client --addr "unix://$sock" prove --c1 "$c1" --out "$out/faults-corrupt.proof" > "$out/faults-corrupt.log" 2>&1
+      cr=$?
+      echo "corrupted job: client exit $cr (non-zero expected), proof file written: $([ -e "$out/faults-corrupt.proof" ] && echo yes || echo no)" | tee -a "$out/faults-corrupt.log"
+      tail -3 "$out/faults-corrupt.log"
+      { [ "$cr" -ne 0 ] && [ ! -e "$out/faults-corrupt.proof" ]; } || rc=3
+      step faults-clean 240 ./cuzk client --addr "unix://$sock" prove --c1 "$c1" --out "$out/faults-clean.proof"
+      step faults-verify 120 bash -c "./cuzk verify --c1 $c1 --proof $out/faults-retried.proof && ./cuzk verify --c1 $c1 --proof $out/faults-clean.proof"
+      ./cuzk client --addr "unix://$sock" metrics > "$out/faults-metrics.txt" 2>&1
+      grep -E "retried_on_cpu|proofs_total" "$out/faults-metrics.txt"
+      kill -TERM "$dpid"; wait "$dpid"; drc=$?
+      echo "faults daemon exit after SIGTERM: $drc" | tee -a "$out/faults-serve.log"
       [ "$drc" -eq 0 ] || rc=$drc ;;
     scaling) step scaling "${SCALING_TIMEOUT:-300}" ./cuzk bench backend --backend cuda --min-log 20 --max-log "$MAX_LOG" --json "$out/scaling.json" ;;
     *) echo "unknown step $s"; rc=2 ;;
