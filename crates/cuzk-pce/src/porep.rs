@@ -119,16 +119,22 @@ fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
 pub fn split_witness<C: bellperson::Circuit<Scalar> + Send>(pieces: Vec<C>, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
     let n = pieces.len();
     let bad = |why: String| PceError::Witness(format!("joining {n} circuit pieces: {why}"));
+    let (ti, ta) = (pce.num_inputs, pce.num_aux);
+    // The first piece gets the whole circuit's room, so the join appends without moving it
+    // (untouched capacity costs address space, not memory); the others about their share.
     let ws: Vec<WitnessCs> = pieces
         .into_par_iter()
-        .map(|c| cuzk_witness::witness(c, 0, 0).map_err(|e| PceError::Synthesis(e.to_string())))
+        .enumerate()
+        .map(|(i, c)| {
+            let (ci, ca) = if i == 0 { (ti, ta) } else { (ti / n + 64, ta / n + 8192) };
+            cuzk_witness::witness(c, ci, ca).map_err(|e| PceError::Synthesis(e.to_string()))
+        })
         .collect::<Result<_>>()?;
     let Some(first) = ws.first() else { return Err(bad("no pieces".into())) };
     let (si, sa) = (first.inputs.len(), first.aux.len());
     if let Some(w) = ws.iter().find(|w| (w.inputs.len(), w.aux.len()) != (si, sa)) {
         return Err(bad(format!("pieces of unequal shape: {si}+{sa} and {}+{}", w.inputs.len(), w.aux.len())));
     }
-    let (ti, ta) = (pce.num_inputs, pce.num_aux);
     let own = |total: usize, single: usize| -> Result<(usize, usize)> {
         if n == 1 {
             return Ok((0, single));
