@@ -5,7 +5,9 @@
 //! (assemble the partition proofs in order, verify, answer). The partition is the unit of
 //! work, so partitions of one proof and of the next flow through together. Any stage's error
 //! or panic fails that proof only (its later partitions are skipped, its budget returned);
-//! the other proofs go on. Dropping the engine (or [`Engine::shutdown`]) drains and joins.
+//! the other proofs go on; a device failure fails its partition too, or, under
+//! [`DeviceErrorPolicy::RetryOnCpu`], has it evaluated again and proved on the CPU. Dropping
+//! the engine (or [`Engine::shutdown`]) drains and joins.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
