@@ -2,59 +2,15 @@
 //! bad requests answer FAILED with a message naming the problem while the daemon keeps
 //! serving; real proofs complete, verify (checked again here with verify_seal), honour
 //! priorities, idempotent request ids and cancellation; status and metrics agree with what
-//! happened; stopping drains and refuses new work; injected device failures are retried on
-//! the CPU or fail the job as configured, and a corrupted result is caught by verification.
+//! happened; stopping drains and refuses new work. (Injected faults: `faults.rs`, in its own
+//! process, because this file's tests read the process-wide registries.)
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::time::{Duration, Instant};
 
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::init_env;
-use cuzk_core::porep::sector::{SectorIdentity, SectorMeta};
-use cuzk_daemon::proto::{self, await_proof_response::Status as S, proving_engine_client::ProvingEngineClient, ProofKind, SubmitProofRequest};
-use cuzk_daemon::DaemonConfig;
-use tonic::transport::Channel;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
-}
-
-fn setup() -> (Vec<u8>, SectorIdentity, C1) {
-    init_env().unwrap();
-    let c1 = C1::load(&fixture(), None).unwrap();
-    cuzk_pce::setup::ensure(c1.registered_proof, None).unwrap();
-    let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
-    (std::fs::read(fixture()).unwrap(), id, c1)
-}
-
-fn cpu() -> Vec<cuzk_pipeline::Device> {
-    cuzk_pipeline::Config::cpu(1, 0).devices
-}
-
-fn config(max_in_flight: usize) -> DaemonConfig {
-    let mut c = DaemonConfig::default();
-    c.listen = "tcp://127.0.0.1:0".into();
-    c.engine.synthesis_workers = 1;
-    c.engine.max_in_flight = max_in_flight;
-    c.engine.budget = "16GiB".into();
-    c
-}
-
-fn porep(bytes: &[u8], id: SectorIdentity, request_id: &str, priority: proto::Priority) -> SubmitProofRequest {
-    SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        priority: priority as i32,
-        vanilla_proof: bytes.to_vec(),
-        miner_id: id.miner_id,
-        sector_number: id.sector_number,
-        ..Default::default()
-    }
-}
-
-async fn prove(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest) -> proto::AwaitProofResponse {
-    c.prove(proto::ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap()
-}
+use common::*;
+use cuzk_daemon::proto::{self, await_proof_response::Status as S, ProofKind, SubmitProofRequest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
@@ -185,42 +141,4 @@ async fn proofs_complete_verified_in_priority_order_with_idempotent_ids_and_canc
     tokio::time::sleep(Duration::from_millis(100)).await;
     let after = c.submit_proof(porep(&bytes, id, "late", proto::Priority::Normal)).await;
     assert!(after.is_err(), "a stopped daemon must not take jobs");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn injected_device_failures_and_corrupted_results_never_yield_a_bad_proof() {
-    let (bytes, id, c1) = setup();
-    // retry-cpu: the first partition's device call fails and is proved again on the CPU; the
-    // second one's H MSM is corrupted, which verify_seal must catch; the third is clean.
-    let mut cfg = config(1);
-    cfg.engine.on_device_error = "retry-cpu".into();
-    cfg.engine.inject_fault = "device-error; corrupt-msm,skip=1".into();
-    let h = cuzk_daemon::start(&cfg, cpu()).await.unwrap();
-    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
-    let retried = prove(&mut c, porep(&bytes, id, "retried", proto::Priority::Normal)).await;
-    assert_eq!(retried.status, S::Completed as i32, "{}", retried.error_message);
-    assert!(retried.verified);
-    cuzk_core::porep::verify::ensure_valid(&c1, &id, &retried.proof).expect("the CPU retry's proof is valid");
-    let corrupt = prove(&mut c, porep(&bytes, id, "corrupt", proto::Priority::Normal)).await;
-    assert_eq!(corrupt.status, S::Failed as i32, "a corrupted proof must not be returned");
-    assert!(corrupt.proof.is_empty() && corrupt.error_message.contains("verification"), "{}", corrupt.error_message);
-    let clean = prove(&mut c, porep(&bytes, id, "clean", proto::Priority::Normal)).await;
-    assert_eq!(clean.status, S::Completed as i32, "the daemon keeps serving: {}", clean.error_message);
-    cuzk_core::porep::verify::ensure_valid(&c1, &id, &clean.proof).unwrap();
-    let m = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    assert!(m.contains("cuzk_partitions_retried_on_cpu_total 1"), "{m}");
-    assert!(m.contains("cuzk_proofs_total{outcome=\"failed\"} 1") && m.contains("cuzk_proofs_total{outcome=\"completed\"} 2"), "{m}");
-    assert!(h.stop().await.unwrap());
-
-    // fail (the default): the device's failure fails the job with its error, at once.
-    let mut cfg = config(1);
-    cfg.engine.inject_fault = "device-error,times=all".into();
-    let h = cuzk_daemon::start(&cfg, cpu()).await.unwrap();
-    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
-    let failed = prove(&mut c, porep(&bytes, id, "failed", proto::Priority::Normal)).await;
-    assert_eq!(failed.status, S::Failed as i32);
-    assert!(failed.error_message.contains("proving device failed") && failed.error_message.contains("injected"), "{}", failed.error_message);
-    let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
-    assert_eq!((s.total_proofs_failed, s.budget_in_use_bytes), (1, 0));
-    assert!(h.stop().await.unwrap());
 }

@@ -1,0 +1,53 @@
+//! What the daemon's test files share: the bundled 2 KiB fixture with its parameters made,
+//! a CPU device list, a loopback config, a PoRep request and a prove call.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use cuzk_core::porep::c1::C1;
+use cuzk_core::porep::init_env;
+use cuzk_core::porep::sector::{SectorIdentity, SectorMeta};
+use cuzk_daemon::proto::{self, proving_engine_client::ProvingEngineClient, ProofKind, SubmitProofRequest};
+use cuzk_daemon::DaemonConfig;
+use tonic::transport::Channel;
+
+pub fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
+}
+
+pub fn setup() -> (Vec<u8>, SectorIdentity, C1) {
+    init_env().unwrap();
+    let c1 = C1::load(&fixture(), None).unwrap();
+    cuzk_pce::setup::ensure(c1.registered_proof, None).unwrap();
+    let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
+    (std::fs::read(fixture()).unwrap(), id, c1)
+}
+
+pub fn cpu() -> Vec<cuzk_pipeline::Device> {
+    cuzk_pipeline::Config::cpu(1, 0).devices
+}
+
+pub fn config(max_in_flight: usize) -> DaemonConfig {
+    let mut c = DaemonConfig::default();
+    c.listen = "tcp://127.0.0.1:0".into();
+    c.engine.synthesis_workers = 1;
+    c.engine.max_in_flight = max_in_flight;
+    c.engine.budget = "16GiB".into();
+    c
+}
+
+pub fn porep(bytes: &[u8], id: SectorIdentity, request_id: &str, priority: proto::Priority) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        priority: priority as i32,
+        vanilla_proof: bytes.to_vec(),
+        miner_id: id.miner_id,
+        sector_number: id.sector_number,
+        ..Default::default()
+    }
+}
+
+pub async fn prove(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest) -> proto::AwaitProofResponse {
+    c.prove(proto::ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap()
+}
