@@ -135,19 +135,18 @@ pub fn split_witness<C: bellperson::Circuit<Scalar> + Send>(pieces: Vec<C>, pce:
     if let Some(w) = ws.iter().find(|w| (w.inputs.len(), w.aux.len()) != (si, sa)) {
         return Err(bad(format!("pieces of unequal shape: {si}+{sa} and {}+{}", w.inputs.len(), w.aux.len())));
     }
-    let own = |total: usize, single: usize| -> Result<(usize, usize)> {
+    // The common part's size: a piece is common + own, the whole is common + n × own.
+    let common = |total: usize, single: usize| -> Result<usize> {
         if n == 1 {
-            return Ok((0, single));
+            return Ok(0);
         }
         let extra = total.checked_sub(single).filter(|e| e % (n - 1) == 0);
-        let per = extra.map(|e| e / (n - 1)).filter(|&p| p <= single).ok_or_else(|| bad(format!("{total} variables are not 1 common part + {n} pieces of {single}")))?;
-        Ok((single - per, per))
+        let own = extra.map(|e| e / (n - 1)).filter(|&p| p <= single).ok_or_else(|| bad(format!("{total} variables are not 1 common part + {n} pieces of {single}")))?;
+        Ok(single - own)
     };
-    let ((pre_i, _), (pre_a, _)) = (own(ti, si)?, own(ta, sa)?);
+    let (pre_i, pre_a) = (common(ti, si)?, common(ta, sa)?);
     let mut it = ws.into_iter();
     let mut out = it.next().unwrap_or_default();
-    out.inputs.reserve_exact(ti.saturating_sub(si));
-    out.aux.reserve_exact(ta.saturating_sub(sa));
     for (i, w) in it.enumerate() {
         if w.inputs[..pre_i] != out.inputs[..pre_i] || w.aux[..pre_a] != out.aux[..pre_a] {
             return Err(bad(format!("piece {} does not repeat the common part", i + 1)));
