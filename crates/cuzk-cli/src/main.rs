@@ -106,6 +106,23 @@ enum Engine {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WitnessArg {
+    /// The PoRep allocation sequence walked with SHA-256 on machine words.
+    Native,
+    /// The circuit's own gadgets through a witness-only constraint system.
+    Gadgets,
+}
+
+impl WitnessArg {
+    fn mode(self) -> cuzk_pce::porep::WitnessMode {
+        match self {
+            WitnessArg::Native => cuzk_pce::porep::WitnessMode::Native,
+            WitnessArg::Gadgets => cuzk_pce::porep::WitnessMode::Gadgets,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
     /// CUDA when this build has it and a device is present, else the CPU (one log line says why).
     Auto,
@@ -291,6 +308,10 @@ enum BenchCmd {
         /// Hold both paths' results and count mismatches per vector (peak RSS then covers both).
         #[arg(long)]
         compare_old: bool,
+        /// How the new path computes witnesses: `native` (SHA-256 on machine words, the
+        /// default) or `gadgets` (the circuit's own gadgets through a witness-only CS).
+        #[arg(long, value_enum, default_value_t = WitnessArg::Native)]
+        witness: WitnessArg,
         #[command(flatten)]
         sector: SectorArgs,
         #[arg(long)]
@@ -779,10 +800,10 @@ fn pce_cmd(p: PceCmd) -> Result<()> {
 
 fn bench(b: BenchCmd) -> Result<ExitCode> {
     match b {
-        BenchCmd::Pce { c1, circuits, compare_old, sector, json } => {
+        BenchCmd::Pce { c1, circuits, compare_old, witness, sector, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
             let tracer = StageTracer::new();
-            let r = cuzk_pce::bench::run(&c1, &id, circuits, compare_old, &tracer)?;
+            let r = cuzk_pce::bench::run(&c1, &id, circuits, compare_old, witness.mode(), &tracer)?;
             print!("{}", tracer.render());
             println!(
                 "{} circuits of {} constraints on {} threads{}",
@@ -793,7 +814,15 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             );
             println!("  old path (full synthesis)     {:>8.3} s", r.old_seconds);
             println!("  new path (witness + mat-vec)  {:>8.3} s  = witness {:.3} s + mat-vec {:.3} s", r.new_seconds, r.witness_seconds, r.matvec_seconds);
-            println!("  speedup                       {:>8.2}x", r.speedup);
+            println!("  speedup                       {:>8.2}x  (witness: {})", r.speedup, r.witness_mode);
+            println!(
+                "  core-seconds: old {:.3}, new {:.3} (witness {:.3} + mat-vec {:.3}) -> {:.2}x",
+                r.old_cpu_seconds,
+                r.witness_cpu_seconds + r.matvec_cpu_seconds,
+                r.witness_cpu_seconds,
+                r.matvec_cpu_seconds,
+                r.cpu_speedup
+            );
             let m = r.mismatches;
             println!("  mismatches: a {} b {} c {} input {} aux {} density {}", m.a, m.b, m.c, m.input, m.aux, m.density);
             if let Some(path) = json {

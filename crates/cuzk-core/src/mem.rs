@@ -49,6 +49,21 @@ pub fn malloc_trim() {
     }
 }
 
+/// CPU time (user + system) this process has used so far, in seconds: the difference over a
+/// stage is its core-seconds, whatever its parallelism.
+pub fn cpu_seconds() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes one rusage into the pointer it is given, which is valid.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } == 0;
+    if !ok {
+        return 0.0;
+    }
+    // SAFETY: getrusage succeeded, so it filled the struct (and zeroed is valid anyway).
+    let u = unsafe { u.assume_init() };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 /// Formats a byte count as GiB/MiB for humans.
 pub fn human_bytes(bytes: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;

@@ -14,7 +14,7 @@ use cuzk_core::porep::sector::SectorIdentity;
 use ff::PrimeField;
 use sha2::{Digest, Sha256};
 
-use crate::porep::{self, Mismatches};
+use crate::porep::{self, Mismatches, WitnessMode};
 use crate::reference::FullSynthesis;
 use crate::Result;
 
@@ -32,6 +32,14 @@ pub struct PceBench {
     pub new_seconds: f64,
     /// old / new.
     pub speedup: f64,
+    /// How the new path computed its witnesses (`native` | `gadgets`).
+    pub witness_mode: String,
+    /// CPU time (user + system, all threads) of each path: its core-seconds.
+    pub old_cpu_seconds: f64,
+    pub witness_cpu_seconds: f64,
+    pub matvec_cpu_seconds: f64,
+    /// old core-seconds / new core-seconds.
+    pub cpu_speedup: f64,
     /// Summed over circuits; with digests only, 1 per differing vector.
     pub mismatches: Mismatches,
     pub threads: usize,
@@ -52,11 +60,12 @@ fn digests(r: &FullSynthesis) -> Digests {
 }
 
 /// Runs the benchmark over `circuits` circuits of `c1` (0: one per partition).
-pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, tracer: &StageTracer) -> Result<PceBench> {
+pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, mode: WitnessMode, tracer: &StageTracer) -> Result<PceBench> {
+    use cuzk_core::mem::cpu_seconds;
     let (pce, _) = tracer.stage("pce-load", || porep::shared(c1.registered_proof))?;
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_seconds());
     let old = tracer.stage("old-synthesis", || porep::full_syntheses(c1, id, circuits))?;
-    let old_seconds = t.elapsed().as_secs_f64();
+    let (old_seconds, old_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let n = old.len();
     let (held, old_digests): (Option<Vec<FullSynthesis>>, Vec<Digests>) = if compare_old {
         (Some(old), Vec::new())
@@ -65,12 +74,12 @@ pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, tra
         tracer.stage("drop-old", || drop(old));
         (None, d)
     };
-    let t = Instant::now();
-    let ws = tracer.stage("witness", || porep::witnesses(c1, id, &pce, circuits))?;
-    let witness_seconds = t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let ws = tracer.stage("witness", || porep::witnesses(c1, id, &pce, circuits, mode))?;
+    let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let (t, cpu) = (Instant::now(), cpu_seconds());
     let evals = tracer.stage("mat-vec", || ws.iter().map(|w| pce.evaluate(&w.inputs, &w.aux)).collect::<Result<Vec<_>>>())?;
-    let matvec_seconds = t.elapsed().as_secs_f64();
+    let (matvec_seconds, matvec_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let mut mismatches = Mismatches::default();
     for (k, (w, e)) in ws.iter().zip(&evals).enumerate() {
         let m = match &held {
@@ -100,6 +109,11 @@ pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, tra
         matvec_seconds,
         new_seconds,
         speedup: old_seconds / new_seconds,
+        witness_mode: format!("{mode:?}").to_lowercase(),
+        old_cpu_seconds,
+        witness_cpu_seconds,
+        matvec_cpu_seconds,
+        cpu_speedup: old_cpu_seconds / (witness_cpu_seconds + matvec_cpu_seconds),
         mismatches,
         threads: rayon::current_num_threads(),
     })

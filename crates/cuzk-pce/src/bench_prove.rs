@@ -155,7 +155,7 @@ fn measure<P: MsmPoint>(backend: &dyn Backend, name: &str, bases: &[P], scalars:
 /// B's dense aux in G1 and in G2), each result compared.
 pub fn run_msm_split(backend: &dyn Backend, params: &Parameters<Bls12>, c1: &C1, id: &SectorIdentity) -> Result<Vec<SplitRow>> {
     let (pce, _) = porep::shared(c1.registered_proof)?;
-    let ws = porep::witnesses(c1, id, &pce, 1)?;
+    let ws = porep::witnesses(c1, id, &pce, 1, porep::WitnessMode::from_env()?)?;
     let w = &ws[0];
     let ni = w.inputs.len();
     let bi = popcount(&pce.b_input_density);

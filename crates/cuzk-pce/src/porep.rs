@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use blstrs::Scalar;
-use cuzk_core::porep::c1::{prepare, C1};
+use cuzk_core::porep::c1::{prepare, Prepared, C1};
 use cuzk_core::porep::sector::SectorIdentity;
 use cuzk_core::porep::{bellperson_engine, RegisteredSealProof};
+use cuzk_witness::porep::Partition;
 use cuzk_witness::WitnessCs;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::with_shape;
@@ -90,10 +91,58 @@ pub fn evict(rp: RegisteredSealProof) -> Option<Arc<PreCompiledCircuit>> {
     registry::evict(&identity(rp))
 }
 
+/// How the new path computes a partition's witness: `Native` (default) walks the circuit's
+/// allocation sequence with SHA-256 on machine words ([`cuzk_witness::porep`]); `Gadgets`
+/// runs the circuit's own gadgets through a [`WitnessCs`]. Both give the same witness (tested);
+/// `CUZK_WITNESS=gadgets` selects the second, for comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WitnessMode {
+    Native,
+    Gadgets,
+}
+
+impl WitnessMode {
+    /// From `CUZK_WITNESS` (`native` | `gadgets`; unset: native).
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("CUZK_WITNESS").as_deref() {
+            Err(_) | Ok("") | Ok("native") => Ok(WitnessMode::Native),
+            Ok("gadgets") => Ok(WitnessMode::Gadgets),
+            Ok(other) => Err(PceError::Witness(format!("CUZK_WITNESS={other:?}: expected \"native\" or \"gadgets\""))),
+        }
+    }
+}
+
+/// One independent piece of a circuit's witness (see [`split_witness`]).
+pub type Piece = Box<dyn FnOnce(&mut WitnessCs) -> std::result::Result<(), bellperson::SynthesisError> + Send>;
+
+/// Partition `k` of a prepared C1 as the native witness walks it.
+pub fn partition<Tree: 'static + MerkleTreeTrait>(p: &Prepared<Tree>, k: usize) -> Result<Partition<Tree>> {
+    let proofs = p.vanilla.get(k).ok_or_else(|| PceError::Witness(format!("no partition {k}: the C1 has {}", p.vanilla.len())))?;
+    let first = proofs.first().ok_or_else(|| PceError::Witness(format!("partition {k} has no challenges")))?;
+    let tau = p.public_inputs.tau.as_ref().ok_or_else(|| PceError::Witness("the public inputs have no comm_d/comm_r".into()))?;
+    let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+    if proofs.iter().any(|q| q.comm_r_last() != comm_r_last || q.comm_c() != comm_c) {
+        return Err(PceError::Witness(format!("partition {k}: its challenges disagree on comm_r_last or comm_c")));
+    }
+    Ok(Partition { replica_id: p.public_inputs.replica_id, comm_d: tau.comm_d, comm_r: tau.comm_r, comm_r_last, comm_c, proofs: proofs.clone() })
+}
+
+/// Partition `k`'s witness pieces, one per challenge, computed as `mode` says.
+pub fn challenge_pieces<Tree: 'static + MerkleTreeTrait>(p: &Prepared<Tree>, k: usize, mode: WitnessMode) -> Result<Vec<Piece>> {
+    use bellperson::Circuit;
+    Ok(match mode {
+        WitnessMode::Native => partition(p, k)?.per_challenge().into_iter().map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece).collect(),
+        WitnessMode::Gadgets => bellperson_engine::challenge_circuits(p, k)?
+            .into_iter()
+            .map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece)
+            .collect(),
+    })
+}
+
 /// The witness of every partition of a C1 (partitions and, inside each, challenges in
 /// parallel: [`split_witness`]).
-pub fn witnesses(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, circuits: usize) -> Result<Vec<WitnessCs>> {
-    with_shape!(c1.sector_size(), witnesses_shaped, c1, id, pce, circuits)
+pub fn witnesses(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, circuits: usize, mode: WitnessMode) -> Result<Vec<WitnessCs>> {
+    with_shape!(c1.sector_size(), witnesses_shaped, c1, id, pce, circuits, mode)
 }
 
 fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
@@ -101,22 +150,21 @@ fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
     id: &SectorIdentity,
     pce: &PreCompiledCircuit,
     circuits: usize,
+    mode: WitnessMode,
 ) -> Result<Vec<WitnessCs>> {
     let prepared = prepare::<Tree>(c1, id)?;
     let ks = repeat((0..prepared.vanilla.len()).collect(), circuits);
-    ks.into_par_iter()
-        .map(|k| split_witness(bellperson_engine::challenge_circuits(&prepared, k)?, pce))
-        .collect()
+    ks.into_par_iter().map(|k| split_witness(challenge_pieces(&prepared, k, mode)?, pce)).collect()
 }
 
-/// The witness of one circuit from its independent pieces (e.g. one circuit per challenge,
-/// [`bellperson_engine::challenge_circuits`]), computed in parallel and joined: every piece
+/// The witness of one circuit from its independent pieces (e.g. one per challenge,
+/// [`challenge_pieces`]), computed in parallel and joined: every piece
 /// repeats the same common part, then adds its own variables; the join keeps the common part
 /// once and appends each piece's own variables in order — the allocation order of the whole
 /// circuit. The pieces' sizes are derived from the PCE's totals, every piece must have the
 /// same shape and repeat exactly the same common values, and the result must have the PCE's
 /// counts; anything else is an error, never a silently different witness.
-pub fn split_witness<C: bellperson::Circuit<Scalar> + Send>(pieces: Vec<C>, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
     let n = pieces.len();
     let bad = |why: String| PceError::Witness(format!("joining {n} circuit pieces: {why}"));
     let (ti, ta) = (pce.num_inputs, pce.num_aux);
@@ -125,9 +173,11 @@ pub fn split_witness<C: bellperson::Circuit<Scalar> + Send>(pieces: Vec<C>, pce:
     let ws: Vec<WitnessCs> = pieces
         .into_par_iter()
         .enumerate()
-        .map(|(i, c)| {
+        .map(|(i, piece)| {
             let (ci, ca) = if i == 0 { (ti, ta) } else { (ti / n + 64, ta / n + 8192) };
-            cuzk_witness::witness(c, ci, ca).map_err(|e| PceError::Synthesis(e.to_string()))
+            let mut cs = WitnessCs::with_capacity(ci, ca);
+            piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
+            Ok(cs)
         })
         .collect::<Result<_>>()?;
     let Some(first) = ws.first() else { return Err(bad("no pieces".into())) };

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::bellperson_engine::challenge_circuits;
 use cuzk_core::porep::c1::{prepare, C1};
 use cuzk_core::porep::sector::SectorIdentity;
 use cuzk_core::porep::{setup, verify};
@@ -42,7 +41,9 @@ fn make(c1: Arc<C1>, id: SectorIdentity, opts: PorepOptions) -> Result<Job, Pipe
     let rp = c1.registered_proof;
     let (pce, _) = cuzk_pce::porep::shared(rp).map_err(|e| PipelineError::Job(e.to_string()))?;
     let params = setup::shared(rp, &StageTracer::new()).map_err(|e| PipelineError::Job(e.to_string()))?;
-    let partitions = with_shape!(c1.sector_size(), partitions_shaped, &c1, &id)?;
+    // CUZK_WITNESS=gadgets falls back to the circuit's own gadgets for the witness.
+    let mode = cuzk_pce::porep::WitnessMode::from_env().map_err(|e| PipelineError::Job(e.to_string()))?;
+    let partitions = with_shape!(c1.sector_size(), partitions_shaped, &c1, &id, mode)?;
     let rs = match opts.randomness {
         Some(v) if v.len() != partitions.len() => {
             return Err(PipelineError::Job(format!("{} (r, s) pairs for {} partitions", v.len(), partitions.len())))
@@ -65,13 +66,14 @@ fn make(c1: Arc<C1>, id: SectorIdentity, opts: PorepOptions) -> Result<Job, Pipe
 fn partitions_shaped<Tree: 'static + MerkleTreeTrait>(
     c1: &C1,
     id: &SectorIdentity,
+    mode: cuzk_pce::porep::WitnessMode,
 ) -> Result<Vec<crate::engine::Synthesize>, PipelineError> {
     let job_err = |e: cuzk_core::Error| PipelineError::Job(e.to_string());
     let prepared = prepare::<Tree>(c1, id).map_err(job_err)?;
     (0..prepared.vanilla.len())
         .map(|k| {
-            // One circuit per challenge, their witnesses computed in parallel and joined.
-            let pieces = challenge_circuits(&prepared, k).map_err(job_err)?;
+            // One piece per challenge, their witnesses computed in parallel and joined.
+            let pieces = cuzk_pce::porep::challenge_pieces(&prepared, k, mode).map_err(|e| PipelineError::Job(e.to_string()))?;
             Ok(Box::new(move |pce: &cuzk_pce::PreCompiledCircuit| {
                 cuzk_pce::porep::split_witness(pieces, pce).map_err(|e| e.to_string())
             }) as crate::engine::Synthesize)

@@ -2,10 +2,12 @@
 //! only the input and aux assignments — `alloc` and `alloc_input` evaluate and store their
 //! values, `enforce` and namespaces do nothing — so a circuit's witness costs only its value
 //! computations. The matrices live in `cuzk-pce`; this crate knows nothing of them or of GPUs.
-//! [`profile`] times the same pass by namespace. (Fast native paths for the hot gadgets are
-//! the witness-speed issue's work.)
+//! [`profile`] times the same pass by namespace; [`sha256`] computes the SHA-256 gadget's
+//! assignments on machine words, and [`porep`] uses it for the PoRep partition's witness.
 
+pub mod porep;
 pub mod profile;
+pub mod sha256;
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
