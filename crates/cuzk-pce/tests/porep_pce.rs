@@ -3,23 +3,51 @@
 //! satisfies the recorded constraints, the fresh sector proves on the new path with a proof
 //! `verify_seal` accepts, and the compact format stays within 10 bytes per
 //! non-zero; a freshly sealed 8 MiB sector matches bit for bit too. The witnesses are the
-//! challenge-parallel ones (`split_witness`).
+//! challenge-parallel ones (`split_witness`), computed both natively and with the circuit's
+//! gadgets; on circuits made unsatisfiable (another replica id) the two still agree value for
+//! value, as they must for synthetic inputs.
 
 use std::path::{Path, PathBuf};
 
 use cuzk_core::porep::c1::C1;
 use cuzk_core::porep::sector::{SectorIdentity, SectorMeta};
-use cuzk_pce::porep::{compare, full_syntheses, witnesses};
+use cuzk_pce::porep::{challenge_pieces, compare, full_syntheses, split_witness, witnesses, WitnessMode};
+use storage_proofs_core::merkle::MerkleTreeTrait;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
 }
 
 fn check_sector(c1: &C1, id: &SectorIdentity, pce: &cuzk_pce::PreCompiledCircuit) {
-    let ws = witnesses(c1, id, pce, 0).unwrap();
     let refs = full_syntheses(c1, id, 0).unwrap();
-    assert_eq!(ws.len(), refs.len());
-    for (w, r) in ws.iter().zip(&refs) {
+    for mode in [WitnessMode::Native, WitnessMode::Gadgets] {
+        let ws = witnesses(c1, id, pce, 0, mode).unwrap();
+        assert_eq!(ws.len(), refs.len());
+        check_witnesses(pce, &ws, &refs);
+    }
+}
+
+/// Native and gadget witnesses of every partition agree when the circuit is not satisfied:
+/// the replica id is replaced, so no label matches its column any more.
+fn check_unsatisfied<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, pce: &cuzk_pce::PreCompiledCircuit) {
+    let mut p = cuzk_core::porep::c1::prepare::<Tree>(c1, id).unwrap();
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&0x5eed_u64.to_le_bytes());
+    p.public_inputs.replica_id = bytes.into();
+    for k in 0..p.vanilla.len() {
+        let native = split_witness(challenge_pieces(&p, k, WitnessMode::Native).unwrap(), pce).unwrap();
+        let gadgets = split_witness(challenge_pieces(&p, k, WitnessMode::Gadgets).unwrap(), pce).unwrap();
+        let differ = native.aux.iter().zip(&gadgets.aux).filter(|(a, b)| a != b).count();
+        assert_eq!(differ, 0, "partition {k}: {differ} aux values differ");
+        assert_eq!(native, gadgets, "partition {k}");
+        let eval = pce.evaluate(&native.inputs, &native.aux).unwrap();
+        let bad = eval.a.iter().zip(&eval.b).zip(&eval.c).filter(|((a, b), c)| **a * **b != **c).count();
+        assert!(bad > 0, "the altered circuit should be unsatisfied");
+    }
+}
+
+fn check_witnesses(pce: &cuzk_pce::PreCompiledCircuit, ws: &[cuzk_witness::WitnessCs], refs: &[cuzk_pce::reference::FullSynthesis]) {
+    for (w, r) in ws.iter().zip(refs) {
         let eval = pce.evaluate(&w.inputs, &w.aux).unwrap();
         let m = compare(pce, w, &eval, r);
         assert_eq!(m.total(), 0, "{m:?}");
@@ -39,6 +67,7 @@ fn real_2kib_circuit_matches_bit_for_bit() {
     let per_nnz = pce.bytes() as f64 / pce.nnz() as f64;
     assert!(per_nnz <= 10.0, "{per_nnz:.2} bytes per non-zero");
     check_sector(&c1, &id, &pce);
+    check_unsatisfied::<filecoin_proofs::SectorShape2KiB>(&c1, &id, &pce);
 
     // A freshly sealed sector of another miner shares the topology.
     let dir = tempfile::tempdir().unwrap();
@@ -69,4 +98,5 @@ fn fresh_8mib_sector_matches_bit_for_bit() {
     let c1 = C1::load(&dir.path().join("c1.json"), None).unwrap();
     let pce = cuzk_pce::porep::extract(c1.registered_proof).unwrap();
     check_sector(&c1, &id, &pce);
+    check_unsatisfied::<filecoin_proofs::SectorShape8MiB>(&c1, &id, &pce);
 }
