@@ -259,6 +259,12 @@ struct GenC1Args {
     /// Output directory.
     #[arg(long)]
     out: PathBuf,
+    /// Write a synthetic C1 instead of sealing: the real structure of the sector size (its
+    /// partitions, challenges, parents and tree shapes) with random contents, made in seconds
+    /// even for 32 GiB. Its circuits synthesize at full size but are NOT satisfied: no proof
+    /// of it verifies. For benchmarks and exactness checks only.
+    #[arg(long)]
+    synthetic: bool,
 }
 
 #[derive(Subcommand)]
@@ -312,6 +318,21 @@ enum BenchCmd {
         /// default) or `gadgets` (the circuit's own gadgets through a witness-only CS).
         #[arg(long, value_enum, default_value_t = WitnessArg::Native)]
         witness: WitnessArg,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// One partition's witness computed natively and with the circuit's own gadgets (one piece
+    /// per challenge, in parallel, as the new path does), every value compared, both timed in
+    /// wall and core seconds. Needs no PCE or parameters: it runs on a synthetic 32 GiB C1
+    /// (`gen-c1 --synthetic`) on any machine with ~10 GiB free. Exits 1 on any difference.
+    WitnessModes {
+        #[arg(long)]
+        c1: PathBuf,
+        /// The partition to compare.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
         #[command(flatten)]
         sector: SectorArgs,
         #[arg(long)]
@@ -700,6 +721,18 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
 
 fn gen_c1(a: GenC1Args) -> Result<()> {
     let size = sector::parse_sector_size(&a.sector_size)?;
+    if a.synthetic {
+        let command = format!("cuzk gen-c1 --synthetic --sector-size {} --seed {} --out {}", sector::size_name(size), a.seed, a.out.display());
+        let t = std::time::Instant::now();
+        let meta = cuzk_core::porep::synthetic::write(sector::registered_proof(size)?, a.seed, &a.out, &command)?;
+        println!(
+            "wrote {}/c1.json and c1.meta.json ({:?}) in {:.1} s: SYNTHETIC — random contents, its circuits are not satisfied and no proof of it verifies",
+            a.out.display(),
+            meta.registered_proof,
+            t.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     let command = format!(
         "cuzk gen-c1 --sector-size {} --seed {} --miner-id {} --sector-number {} --out {}",
         sector::size_name(size),
@@ -833,6 +866,36 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
             println!("bit-for-bit: EQUAL");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::WitnessModes { c1, partition, sector, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            if c1.synthetic {
+                println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
+            }
+            let r = cuzk_pce::porep::compare_modes(&c1, &id, partition)?;
+            println!(
+                "partition {} of {:?}: {} challenge pieces, {} inputs + {} aux (common part once per piece), {} threads",
+                r.partition, c1.registered_proof, r.pieces, r.inputs, r.aux, r.threads
+            );
+            println!("  gadgets  {:>8.3} s wall  {:>9.3} core-s", r.gadget_seconds, r.gadget_cpu_seconds);
+            println!("  native   {:>8.3} s wall  {:>9.3} core-s", r.native_seconds, r.native_cpu_seconds);
+            println!(
+                "  native is {:.2}x faster in wall time, {:.2}x in core-seconds; {:.3} vs {:.3} core-ns per aux value",
+                r.gadget_seconds / r.native_seconds,
+                r.gadget_cpu_seconds / r.native_cpu_seconds,
+                r.gadget_cpu_seconds * 1e9 / r.aux.max(1) as f64,
+                r.native_cpu_seconds * 1e9 / r.aux.max(1) as f64
+            );
+            println!("  differing: {} pieces, {} values", r.differing_pieces, r.differing_values);
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+            }
+            if r.differing_pieces > 0 {
+                println!("native and gadget witnesses: DIFFERENT");
+                return Ok(ExitCode::from(1));
+            }
+            println!("native and gadget witnesses: EQUAL");
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::Witness { c1, depth, top, sector, json } => {

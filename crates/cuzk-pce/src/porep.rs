@@ -313,3 +313,67 @@ pub fn compare(pce: &PreCompiledCircuit, w: &WitnessCs, eval: &crate::Evaluation
             + dens(&pce.b_aux_density, &r.b_aux_density),
     }
 }
+
+/// The native and gadget witnesses of one partition side by side ([`compare_modes`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModeComparison {
+    pub partition: usize,
+    pub pieces: usize,
+    /// Inputs and aux of the pieces together (the common part counted once per piece).
+    pub inputs: usize,
+    pub aux: usize,
+    pub native_seconds: f64,
+    pub native_cpu_seconds: f64,
+    pub gadget_seconds: f64,
+    pub gadget_cpu_seconds: f64,
+    /// Pieces whose native and gadget witnesses differ in any input or aux value.
+    pub differing_pieces: usize,
+    pub differing_values: usize,
+    pub threads: usize,
+}
+
+/// Partition `k`'s witness computed natively and with the circuit's gadgets, one piece per
+/// challenge in parallel as the new path does, every piece compared value for value. Needs
+/// no PCE, so it runs on a 32 GiB partition before its PCE exists.
+pub fn compare_modes(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeComparison> {
+    with_shape!(c1.sector_size(), compare_modes_shaped, c1, id, k)
+}
+
+fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeComparison> {
+    use cuzk_core::mem::cpu_seconds;
+    let prepared = prepare::<Tree>(c1, id)?;
+    let run = |mode: WitnessMode| -> Result<(Vec<WitnessCs>, f64, f64)> {
+        let pieces = challenge_pieces(&prepared, k, mode)?;
+        let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
+        let ws = pieces
+            .into_par_iter()
+            .map(|piece| {
+                let mut cs = WitnessCs::with_capacity(1, 0);
+                piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
+                Ok(cs)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((ws, t.elapsed().as_secs_f64(), cpu_seconds() - cpu))
+    };
+    let (gadget, gadget_seconds, gadget_cpu_seconds) = run(WitnessMode::Gadgets)?;
+    let (native, native_seconds, native_cpu_seconds) = run(WitnessMode::Native)?;
+    let (mut differing_pieces, mut differing_values) = (0, 0);
+    for (n, g) in native.iter().zip(&gadget) {
+        let d = diff(&n.inputs, &g.inputs) + diff(&n.aux, &g.aux);
+        differing_values += d;
+        differing_pieces += usize::from(d > 0);
+    }
+    Ok(ModeComparison {
+        partition: k,
+        pieces: native.len(),
+        inputs: native.iter().map(|w| w.inputs.len()).sum(),
+        aux: native.iter().map(|w| w.aux.len()).sum(),
+        native_seconds,
+        native_cpu_seconds,
+        gadget_seconds,
+        gadget_cpu_seconds,
+        differing_pieces: differing_pieces + native.len().abs_diff(gadget.len()),
+        differing_values,
+        threads: rayon::current_num_threads(),
+    })
+}

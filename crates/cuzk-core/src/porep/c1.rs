@@ -35,6 +35,9 @@ pub struct C1 {
     pub replica_id: DefaultTreeDomain,
     pub seed: [u8; 32],
     pub ticket: [u8; 32],
+    /// Made by `cuzk gen-c1 --synthetic` ([`super::synthetic`]): real structure, random
+    /// contents; its circuits are not satisfied and no proof of it verifies.
+    pub synthetic: bool,
     vanilla_proofs: serde_json::Value,
 }
 
@@ -48,6 +51,8 @@ struct RawC1 {
     replica_id: DefaultTreeDomain,
     seed: [u8; 32],
     ticket: [u8; 32],
+    #[serde(default, rename = "cuzk_synthetic")]
+    synthetic: bool,
 }
 
 /// Curio's / lotus-bench's c1.json: the C1 output JSON, base64-encoded.
@@ -72,7 +77,7 @@ fn classify(path: &Path, e: serde_json::Error) -> Error {
 }
 
 /// The variant name filecoin-proofs-api wraps a sector size's vanilla proofs in.
-fn variant_for(sector_size: u64) -> String {
+pub(crate) fn variant_for(sector_size: u64) -> String {
     format!("StackedDrg{}V1", sector::size_name(sector_size))
 }
 
@@ -180,6 +185,7 @@ impl C1 {
             replica_id: raw.replica_id,
             seed: raw.seed,
             ticket: raw.ticket,
+            synthetic: raw.synthetic,
             vanilla_proofs,
         })
     }
@@ -214,7 +220,8 @@ pub struct Prepared<Tree: 'static + MerkleTreeTrait> {
 }
 
 /// Types the C1 for `Tree` and runs every check: partition count, Merkle path shapes, the
-/// replica id against `identity`, and filecoin-proofs' vanilla-proof verification.
+/// replica id against `identity`, and filecoin-proofs' vanilla-proof verification. A
+/// synthetic C1 gets the structural checks only (its contents are random by design).
 pub fn prepare<Tree: 'static + MerkleTreeTrait>(
     c1: &C1,
     identity: &SectorIdentity,
@@ -239,9 +246,9 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
     let nodes = (c1.sector_size() / 32) as usize;
     for (k, partition) in vanilla.iter().enumerate() {
         for (i, proof) in partition.iter().enumerate() {
-            check_path(&proof.comm_d_proofs, nodes)
+            check_path(&proof.comm_d_proofs, nodes, !c1.synthetic)
                 .map_err(|e| bad(format!("partition {k} challenge {i}: comm_d path {e}")))?;
-            check_path(&proof.comm_r_last_proof, nodes)
+            check_path(&proof.comm_r_last_proof, nodes, !c1.synthetic)
                 .map_err(|e| bad(format!("partition {k} challenge {i}: comm_r_last path {e}")))?;
         }
     }
@@ -256,7 +263,10 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
         let fr: blstrs::Scalar = c1.replica_id.into();
         fr.into()
     };
-    if expected_replica != replica {
+    if c1.synthetic {
+        tracing::warn!(c1 = %c1.path.display(), "synthetic C1: real structure, random contents; its proofs cannot verify");
+    }
+    if expected_replica != replica && !c1.synthetic {
         return Err(Error::Invalid(format!(
             "{}: this C1 output was made for another sector: its replica id does not match \
              miner {} sector {} with its ticket and comm_d",
@@ -282,12 +292,9 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
     let public_params =
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
             .map_err(Error::filecoin)?;
-    let ok = StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(
-        &public_params.vanilla_params,
-        &public_inputs,
-        &vanilla,
-    )
-    .map_err(Error::filecoin)?;
+    let ok = c1.synthetic
+        || StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&public_params.vanilla_params, &public_inputs, &vanilla)
+            .map_err(Error::filecoin)?;
     if !ok {
         return Err(Error::Invalid(format!(
             "{}: the vanilla proofs do not verify against comm_r/comm_d/seed (corrupt C1, or \
@@ -304,8 +311,8 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// A Merkle inclusion proof must have one level per tree level, each with `arity − 1`
-/// sibling hashes, and must hash up to its stated root.
-fn check_path<P: MerkleProofTrait>(proof: &P, leaves: usize) -> std::result::Result<(), String> {
+/// sibling hashes, and (when `hashes` is set) must hash up to its stated root.
+fn check_path<P: MerkleProofTrait>(proof: &P, leaves: usize, hashes: bool) -> std::result::Result<(), String> {
     let path = proof.path();
     let want = proof.expected_len(leaves);
     if path.len() != want {
@@ -329,7 +336,7 @@ fn check_path<P: MerkleProofTrait>(proof: &P, leaves: usize) -> std::result::Res
             ));
         }
     }
-    if !proof.verify() {
+    if hashes && !proof.verify() {
         return Err("does not hash to its root".into());
     }
     Ok(())

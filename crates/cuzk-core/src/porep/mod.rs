@@ -1,7 +1,7 @@
 //! Filecoin PoRep commit phase 2 glue around the published circuit crates: sector sizes and
 //! identities ([`sector`]), C1 files in both JSON forms and their sanity checks ([`c1`]),
 //! Groth16 parameter files for a registered proof, including fast insecure test parameters
-//! ([`setup`]), sealing a random sector to make a C1 ([`seal`]), the bellperson reference
+//! ([`setup`]), sealing a random sector to make a C1 ([`seal`]), synthetic full-size C1s ([`synthetic`]), the bellperson reference
 //! prover ("old path", [`bellperson_engine`]) and `verify_seal` ([`verify`]).
 
 pub mod bellperson_engine;
@@ -9,6 +9,7 @@ pub mod c1;
 pub mod seal;
 pub mod sector;
 pub mod setup;
+pub mod synthetic;
 pub mod verify;
 
 pub use filecoin_proofs_api::RegisteredSealProof;
