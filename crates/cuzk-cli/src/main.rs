@@ -503,6 +503,9 @@ struct Proved {
 }
 
 fn prove_with(c1: &C1, identity: &SectorIdentity, engine: &EngineArgs, verify_first: bool) -> Result<Proved> {
+    if c1.synthetic && verify_first {
+        bail!("{}: {}", c1.path.display(), cuzk_core::porep::synthetic::NOT_PROVABLE);
+    }
     let tracer = StageTracer::new();
     let params = setup::shared(c1.registered_proof, &tracer)?;
     tracing::info!(h = params.h.len(), l = params.l.len(), a = params.a.len(), b_g1 = params.b_g1.len(), b_g2 = params.b_g2.len(), "parameters loaded");

@@ -38,6 +38,9 @@ pub fn job(c1: Arc<C1>, id: SectorIdentity, opts: PorepOptions) -> JobSource {
 }
 
 fn make(c1: Arc<C1>, id: SectorIdentity, opts: PorepOptions) -> Result<Job, PipelineError> {
+    if c1.synthetic && opts.verify {
+        return Err(PipelineError::Job(format!("{}: {}", c1.path.display(), cuzk_core::porep::synthetic::NOT_PROVABLE)));
+    }
     let rp = c1.registered_proof;
     let (pce, _) = cuzk_pce::porep::shared(rp).map_err(|e| PipelineError::Job(e.to_string()))?;
     let params = setup::shared(rp, &StageTracer::new()).map_err(|e| PipelineError::Job(e.to_string()))?;

@@ -33,3 +33,23 @@ fn jobs_share_one_pce_and_one_parameter_set() {
         Ok(_) => panic!("a wrong number of (r, s) pairs must be refused"),
     }
 }
+
+#[test]
+fn a_synthetic_c1_is_refused_when_its_proof_would_be_verified() {
+    init_env().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rp = cuzk_core::porep::sector::registered_proof(2048).unwrap();
+    cuzk_core::porep::synthetic::write(rp, 5, dir.path(), "test").unwrap();
+    let c1 = Arc::new(C1::load(&dir.path().join("c1.json"), None).unwrap());
+    assert!(c1.synthetic);
+    let id = SectorMeta::load(&dir.path().join("c1.meta.json")).unwrap().identity();
+    match job(c1.clone(), id, PorepOptions::default())() {
+        Err(PipelineError::Job(m)) => assert!(m.contains("synthetic C1") && m.contains("--no-verify"), "{m}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a synthetic C1 must not be proved with verification on"),
+    }
+    // Unverified (for timing) it is a job like any other.
+    cuzk_pce::setup::ensure(c1.registered_proof, None).unwrap();
+    let j = job(c1, id, PorepOptions { randomness: None, verify: false })().unwrap();
+    assert_eq!(j.partitions.len(), 1);
+}

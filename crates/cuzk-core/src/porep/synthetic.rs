@@ -24,6 +24,10 @@ use typenum::Unsigned;
 use super::sector;
 use crate::{Error, Result};
 
+/// Why a synthetic C1 is refused where a verified proof is asked for.
+pub const NOT_PROVABLE: &str = "a synthetic C1 (gen-c1 --synthetic: random contents) has no valid proof; \
+     prove it only to time proving, with verification off (--no-verify)";
+
 /// The JSON key that marks a synthetic C1.
 pub const MARKER: &str = "cuzk_synthetic";
 
@@ -182,4 +186,54 @@ pub fn write(rp: RegisteredSealProof, seed: u64, out_dir: &std::path::Path, comm
         w.write_all(b"\n")
     })?;
     Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::porep::c1::{prepare, C1};
+    use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB};
+    use storage_proofs_core::merkle::MerkleProofTrait;
+
+    fn parse(v: &serde_json::Value) -> Result<C1> {
+        C1::parse(std::path::Path::new("synthetic.json"), &serde_json::to_vec(v).unwrap(), None)
+    }
+
+    #[test]
+    fn a_synthetic_c1_has_the_real_structure_and_only_the_marker_relaxes_the_checks() {
+        let rp = sector::registered_proof(2048).unwrap();
+        let v = generate(rp, 1).unwrap();
+        assert_eq!(v, generate(rp, 1).unwrap(), "the same seed must give the same C1");
+        assert_ne!(v, generate(rp, 2).unwrap());
+        let c1 = parse(&v).unwrap();
+        assert!(c1.synthetic);
+        let id = sector::SectorIdentity { miner_id: 0, sector_number: 0 };
+        let p = prepare::<SectorShape2KiB>(&c1, &id).unwrap();
+        let cfg = rp.as_v1_config();
+        assert_eq!(p.vanilla.len(), usize::from(cfg.partitions));
+        // Its challenges are the ones the seed derives.
+        let want = p.public_inputs.challenges(&p.public_params.vanilla_params.challenges, 64, Some(0));
+        let got: Vec<usize> = p.vanilla[0].iter().map(|q| q.comm_d_proofs.path_index()).collect();
+        assert_eq!(got, want);
+
+        // Without the marker it is an ordinary C1 whose vanilla proofs do not verify.
+        let mut unmarked = v.clone();
+        unmarked.as_object_mut().unwrap().remove(MARKER);
+        let c1 = parse(&unmarked).unwrap();
+        assert!(!c1.synthetic);
+        let e = prepare::<SectorShape2KiB>(&c1, &id).err().expect("random contents must fail the real checks").to_string();
+        assert!(e.contains("does not hash to its root") || e.contains("another sector") || e.contains("do not verify"), "{e}");
+    }
+
+    #[test]
+    fn a_synthetic_32gib_c1_passes_the_structural_checks() {
+        let rp = sector::registered_proof(32 << 30).unwrap();
+        let c1 = parse(&generate(rp, 3).unwrap()).unwrap();
+        let p = prepare::<SectorShape32GiB>(&c1, &sector::SectorIdentity { miner_id: 0, sector_number: 0 }).unwrap();
+        assert_eq!(p.vanilla.len(), 10);
+        assert!(p.vanilla.iter().all(|part| part.len() == 18));
+        let proof = &p.vanilla[0][0];
+        assert_eq!(proof.labeling_proofs.len(), 11);
+        assert_eq!((proof.replica_column_proofs.drg_parents.len(), proof.replica_column_proofs.exp_parents.len()), (6, 8));
+    }
 }
