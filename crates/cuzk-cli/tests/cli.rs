@@ -147,6 +147,22 @@ fn bad_c1_files_fail_cleanly() {
 }
 
 #[test]
+fn a_synthetic_c1_is_benchmarked_but_never_proved_as_if_real() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = cuzk(&["gen-c1", "--synthetic", "--sector-size", "2KiB", "--seed", "9", "--out", s(dir.path())], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("SYNTHETIC"), "{}", text(&o.stdout));
+    let c1 = dir.path().join("c1.json");
+    let out = dir.path().join("never.proof");
+    let o = cuzk(&["prove", "--c1", s(&c1), "--out", s(&out)], &[]);
+    assert_clean_failure(&o, "c1.json", "synthetic", &out);
+    let o = cuzk(&["bench", "witness-modes", "--c1", s(&c1)], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(stdout.contains("SYNTHETIC") && stdout.contains("witnesses: EQUAL"), "{stdout}");
+}
+
+#[test]
 fn help_explains_the_commands() {
     let o = cuzk(&["--help"], &[]);
     let h = text(&o.stdout);
