@@ -12,7 +12,7 @@ use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, Densities, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::bellperson_engine::{circuits, PARTITION_PROOF_BYTES};
+use cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES;
 use cuzk_core::porep::c1::{prepare, C1};
 use cuzk_core::porep::sector::SectorIdentity;
 use filecoin_proofs::with_shape;
@@ -65,6 +65,22 @@ pub fn prove_circuit<C: Circuit<Scalar>>(
     let t = Instant::now();
     let w = tracer.stage("witness", || crate::porep::checked_witness(circuit, pce))?;
     times.witness += t.elapsed();
+    prove_witness(backend, pce, params, &w, r, s, mode, tracer, times)
+}
+
+/// The mat-vec and Groth16 steps of [`prove_circuit`] on a witness already computed.
+#[allow(clippy::too_many_arguments)]
+pub fn prove_witness(
+    backend: &dyn Backend,
+    pce: &PreCompiledCircuit,
+    params: &Parameters<Bls12>,
+    w: &cuzk_witness::WitnessCs,
+    r: Scalar,
+    s: Scalar,
+    mode: MsmMode,
+    tracer: &StageTracer,
+    times: &mut Timings,
+) -> Result<Proof<Bls12>> {
     let t = Instant::now();
     let eval = tracer.stage("mat-vec", || pce.evaluate(&w.inputs, &w.aux))?;
     times.matvec += t.elapsed();
@@ -99,20 +115,22 @@ fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
     tracer: &StageTracer,
 ) -> Result<(Vec<u8>, Timings)> {
     let prepared = tracer.stage("check-c1", || prepare::<Tree>(c1, id))?;
-    let list = tracer.stage("build-circuits", || circuits(&prepared))?;
-    drop(prepared);
+    let mode = crate::porep::WitnessMode::from_env()?;
+    let n = prepared.vanilla.len();
     let rs = match &opts.randomness {
-        Some(v) if v.len() != list.len() => {
-            return Err(PceError::Witness(format!("{} (r, s) pairs for {} partitions", v.len(), list.len())))
-        }
+        Some(v) if v.len() != n => return Err(PceError::Witness(format!("{} (r, s) pairs for {n} partitions", v.len()))),
         Some(v) => v.clone(),
-        None => groth16::random_rs(list.len()),
+        None => groth16::random_rs(n),
     };
     let mut times = Timings::default();
-    let mut out = Vec::with_capacity(list.len() * PARTITION_PROOF_BYTES);
-    for (k, (circuit, (r, s))) in list.into_iter().zip(rs).enumerate() {
+    let mut out = Vec::with_capacity(n * PARTITION_PROOF_BYTES);
+    for (k, (r, s)) in rs.into_iter().enumerate() {
         tracing::info!(partition = k, "proving partition on the {} backend", backend.name());
-        let proof = prove_circuit(backend, pce, params, circuit, r, s, opts.mode, tracer, &mut times)?;
+        // One piece per challenge, computed in parallel and joined (`split_witness`).
+        let t = Instant::now();
+        let w = tracer.stage("witness", || crate::porep::split_witness(crate::porep::challenge_pieces(&prepared, k, mode)?, pce))?;
+        times.witness += t.elapsed();
+        let proof = prove_witness(backend, pce, params, &w, r, s, opts.mode, tracer, &mut times)?;
         proof.write(&mut out).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
     }
     Ok((out, times))
