@@ -117,8 +117,11 @@ impl<Tree: 'static + MerkleTreeTrait> Partition<Tree> {
     }
 }
 
+/// The shape of `StackedCircuit::synthesize`: its last argument is the per-challenge proofs.
+type SynthesizeFn<CS, A, B, C, D, E, P> = fn(CS, A, B, C, D, E, Vec<P>) -> Result<(), SynthesisError>;
+
 /// Makes `P` the element type of `StackedCircuit::synthesize`'s proofs argument.
-fn same_type<P, CS, A, B, C, D, E>(_: &[P], _: fn(CS, A, B, C, D, E, Vec<P>) -> Result<(), SynthesisError>) {}
+fn same_type<P, CS, A, B, C, D, E>(_: &[P], _: SynthesizeFn<CS, A, B, C, D, E, P>) {}
 
 /// How the circuit sees a gadget `Boolean`.
 fn views(bits: &[Boolean]) -> Vec<Bit> {
@@ -159,7 +162,7 @@ fn pack_digest(cs: &mut WitnessCs, digest: &[Bit]) -> Result<AllocatedNum<Fr>, S
 }
 
 fn pad_to(bits: &mut Vec<Bit>, multiple: usize) {
-    while !bits.len().is_multiple_of(multiple) {
+    while bits.len() % multiple != 0 {
         bits.push(Bit::constant(false));
     }
 }

@@ -310,12 +310,12 @@ pub fn compress(aux: &mut Aux, block: &[Bit], cur: &[Word; 8]) -> [Word; 8] {
 /// bellperson's `sha256` gadget: pads `input` (a whole number of bytes) and returns the 256
 /// digest bits, most significant first, as the gadget's `Boolean`s would be.
 pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
-    assert!(input.len().is_multiple_of(8));
+    assert!(input.len() % 8 == 0);
     let mut padded = Vec::with_capacity(input.len() + 576);
     padded.extend_from_slice(input);
     let len = input.len() as u64;
     padded.push(Bit::constant(true));
-    while !(padded.len() + 64).is_multiple_of(512) {
+    while (padded.len() + 64) % 512 != 0 {
         padded.push(Bit::constant(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::constant((len >> i) & 1 == 1)));

@@ -19,7 +19,6 @@ use rayon::prelude::*;
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::{base_path_length, MerkleProof, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, Column, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof};
-use typenum::Unsigned;
 
 use super::sector;
 use crate::{Error, Result};
@@ -48,7 +47,7 @@ fn randoms<D: Domain>(rng: &mut impl Rng, n: usize) -> Vec<D> {
 /// A path of shape (A, B, C) for `node` among `leaves`, from a random leaf to `root`: base
 /// levels with the node's base-A digits inside its sub-tree, then the sub-tree and top-tree
 /// levels.
-fn path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
+fn path<H: Hasher, A, B, C>(
     rng: &mut impl Rng,
     node: usize,
     leaves: usize,
