@@ -1,8 +1,8 @@
 //! The compact matrices and their evaluation. A [`CsrMatrix`] stores, per non-zero, a 32-bit
 //! column (inputs first, then aux) and a 16-bit index into the circuit's table of distinct
 //! coefficients; rows are 32-bit offsets. `a = A·w` runs in parallel over row blocks with
-//! rayon; coefficients ±1 skip the multiply and witness values 0 and 1 (most PoRep values are
-//! bits) skip it too.
+//! rayon; coefficients ±1 skip the multiply, and witness values 0 and 1 (most PoRep values are
+//! bits) are recognised from a one-byte kind per value, without reading the value at all.
 
 use blstrs::Scalar;
 use ff::Field;
@@ -108,14 +108,15 @@ impl PreCompiledCircuit {
                 self.num_aux
             )));
         }
+        let kinds = value_kinds(inputs, aux);
         let (a, (b, c)) = rayon::join(
-            || self.mat_vec(&self.a, inputs, aux),
-            || rayon::join(|| self.mat_vec(&self.b, inputs, aux), || self.mat_vec(&self.c, inputs, aux)),
+            || self.mat_vec(&self.a, &kinds, inputs, aux),
+            || rayon::join(|| self.mat_vec(&self.b, &kinds, inputs, aux), || self.mat_vec(&self.c, &kinds, inputs, aux)),
         );
         Ok(Evaluations { a, b, c })
     }
 
-    fn mat_vec(&self, m: &CsrMatrix, inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+    fn mat_vec(&self, m: &CsrMatrix, kinds: &[u8], inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
         let n_in = self.num_inputs;
         // Room for the prover's zero padding to the NTT domain, so it never reallocates.
         let mut out = Vec::with_capacity(m.rows().max(1).next_power_of_two());
@@ -128,19 +129,21 @@ impl PreCompiledCircuit {
                 let mut acc = Scalar::ZERO;
                 for e in lo..hi {
                     let col = m.cols[e] as usize;
+                    // Zeros and ones are read from the one-byte kinds, not the 32-byte values:
+                    // most PoRep values are bits, so most entries never touch `aux`.
+                    match kinds[col] {
+                        KIND_ZERO => continue,
+                        KIND_ONE => {
+                            acc += &self.coeffs[m.coeff_idx[e] as usize];
+                            continue;
+                        }
+                        _ => {}
+                    }
                     let w = if col < n_in { &inputs[col] } else { &aux[col - n_in] };
-                    let ci = m.coeff_idx[e];
-                    if bool::from(w.is_zero()) {
-                        continue;
-                    }
-                    if *w == Scalar::ONE {
-                        acc += &self.coeffs[ci as usize];
-                        continue;
-                    }
-                    match ci {
+                    match m.coeff_idx[e] {
                         COEFF_ONE => acc += w,
                         COEFF_MINUS_ONE => acc -= w,
-                        _ => acc += *w * self.coeffs[ci as usize],
+                        ci => acc += *w * self.coeffs[ci as usize],
                     }
                 }
                 *slot = acc;
@@ -148,6 +151,27 @@ impl PreCompiledCircuit {
         });
         out
     }
+}
+
+const KIND_ZERO: u8 = 0;
+const KIND_ONE: u8 = 1;
+const KIND_OTHER: u8 = 2;
+
+/// One byte per witness value (inputs, then aux): zero, one, or anything else.
+fn value_kinds(inputs: &[Scalar], aux: &[Scalar]) -> Vec<u8> {
+    let kind = |v: &Scalar| {
+        if bool::from(v.is_zero()) {
+            KIND_ZERO
+        } else if *v == Scalar::ONE {
+            KIND_ONE
+        } else {
+            KIND_OTHER
+        }
+    };
+    let mut out = Vec::with_capacity(inputs.len() + aux.len());
+    out.extend(inputs.iter().map(kind));
+    out.par_extend(aux.par_iter().map(kind));
+    out
 }
 
 mod scalar_vec {
