@@ -338,7 +338,8 @@ enum BenchCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// Where witness synthesis spends its time: one partition's witness timed plainly, then
+    /// Where the gadget witness spends its time (the circuit's own gadgets, as `--witness
+    /// gadgets` computes it): one partition's witness timed plainly, then
     /// again with every namespace timed (self and inclusive seconds, allocations, constraints
     /// per namespace path, numbers collapsed so repeated gadgets add up). The profiled witness
     /// is checked equal to the plain one.

@@ -58,7 +58,7 @@ impl<Tree: 'static + MerkleTreeTrait> Partition<Tree> {
         let alloc = |cs: &mut WitnessCs, v: Fr| AllocatedNum::alloc(cs, || Ok(v));
         let rid = alloc(cs, replica_id.into())?;
         rid.inputize(&mut *cs)?;
-        let rid_bits = views(&reverse_bit_numbering(rid.to_bits_le(&mut *cs)?));
+        let rid_bits = views(&reverse_bit_numbering(rid.to_bits_le(&mut *cs)?))?;
         let comm_d = alloc(cs, comm_d.into())?;
         comm_d.inputize(&mut *cs)?;
         let comm_r = alloc(cs, comm_r.into())?;
@@ -92,7 +92,7 @@ impl<Tree: 'static + MerkleTreeTrait> Partition<Tree> {
 
             let challenge = UInt64::alloc(&mut *cs, p.challenge)?;
             challenge.pack_into_input(&mut *cs)?;
-            let node_bits = views(&challenge.to_bits_be());
+            let node_bits = views(&challenge.to_bits_be())?;
 
             let mut labels = Vec::with_capacity(layers);
             for layer in 1..=layers {
@@ -123,13 +123,15 @@ type SynthesizeFn<CS, A, B, C, D, E, P> = fn(CS, A, B, C, D, E, Vec<P>) -> Resul
 /// Makes `P` the element type of `StackedCircuit::synthesize`'s proofs argument.
 fn same_type<P, CS, A, B, C, D, E>(_: &[P], _: SynthesizeFn<CS, A, B, C, D, E, P>) {}
 
-/// How the circuit sees a gadget `Boolean`.
-fn views(bits: &[Boolean]) -> Vec<Bit> {
+/// How the circuit sees a gadget `Boolean` (a witness has every value).
+fn views(bits: &[Boolean]) -> Result<Vec<Bit>, SynthesisError> {
     bits.iter()
-        .map(|b| match b {
-            Boolean::Constant(v) => Bit::constant(*v),
-            Boolean::Is(a) => Bit::var(a.get_value().unwrap_or(false)),
-            Boolean::Not(a) => Bit { value: !a.get_value().unwrap_or(false), constant: false, negated: true },
+        .map(|b| {
+            Ok(match b {
+                Boolean::Constant(v) => Bit::constant(*v),
+                Boolean::Is(a) => Bit::var(a.get_value().ok_or(SynthesisError::AssignmentMissing)?),
+                Boolean::Not(a) => Bit { value: !a.get_value().ok_or(SynthesisError::AssignmentMissing)?, constant: false, negated: true },
+            })
         })
         .collect()
 }
@@ -198,7 +200,9 @@ fn sha256_inclusion(cs: &mut WitnessCs, path: &[(Vec<Option<Fr>>, Option<usize>)
     let mut cur = leaf.get_value().ok_or(missing)?;
     let mut index_bits = Vec::with_capacity(path.len());
     for (hashes, index) in path {
-        let [Some(sibling)] = hashes.as_slice() else { return Err(SynthesisError::Unsatisfiable) };
+        let [Some(sibling)] = hashes.as_slice() else {
+            return Err(SynthesisError::IncompatibleLengthVector(format!("a comm_d path level with {} siblings (a binary tree has 1)", hashes.len())));
+        };
         let right = index.ok_or(SynthesisError::AssignmentMissing)? & 1 == 1;
         index_bits.push(right);
         let (l, r) = if right { (*sibling, cur) } else { (cur, *sibling) };
