@@ -59,7 +59,7 @@ fn demo_proves_the_bundled_sector_and_the_proof_verifies_only_untampered() {
     assert!(out.contains("new path") && out.contains("new-path breakdown"), "{out}");
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let stages: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["stage"].as_str().unwrap()).collect();
-    assert_eq!(stages, ["load-params", "pce-load", "check-c1", "build-circuits", "witness", "mat-vec", "prove", "verify"]);
+    assert_eq!(stages, ["load-params", "pce-load", "check-c1", "witness", "mat-vec", "prove", "verify"]);
 
     let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&proof)], &[]);
     assert_eq!(o.status.code(), Some(0));
