@@ -30,7 +30,7 @@ fn main() {
         .flag(format!("-gencode=arch=compute_{arch},code=compute_{arch}"))
         .flag("-Xcompiler=-Wno-unused-function")
         .flag("-Xcompiler=-Wno-subobject-linkage");
-    for f in ["cuda/msm.cu", "cuda/ntt.cu"] {
+    for f in ["cuda/msm.cu", "cuda/ntt.cu", "cuda/matvec.cu"] {
         b.file(f);
     }
     b.compile("cuzk_cuda");

@@ -16,7 +16,8 @@ use group::Curve;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::backend::{Backend, Msm, MsmPoint};
+use crate::backend::{Backend, Evaluations, Matrices, Msm, MsmPoint};
+use crate::params::ParamsLayout;
 use crate::{Error, Result};
 
 /// The density bitmaps of a circuit (bit i of word i/64), as the PCE records them.
@@ -36,10 +37,25 @@ pub struct Witness<'a> {
     /// Input assignment, ONE first.
     pub inputs: &'a [Scalar],
     pub aux: &'a [Scalar],
-    /// A·w, B·w, C·w per constraint (consumed: the quotient reuses their memory).
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
+    pub evals: Evals<'a>,
+}
+
+/// Where the constraint evaluations a, b, c come from.
+#[derive(Debug)]
+pub enum Evals<'a> {
+    /// A·w, B·w, C·w per constraint, already computed (consumed: the quotient reuses their
+    /// memory).
+    Host { a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar> },
+    /// The matrices: the backend evaluates them on the witness itself (on a device backend,
+    /// where the quotient needs them, so only the witness travels).
+    Matrices(Matrices<'a>),
+}
+
+impl<'a> Witness<'a> {
+    /// A witness whose evaluations are already computed.
+    pub fn evaluated(inputs: &'a [Scalar], aux: &'a [Scalar], e: Evaluations) -> Self {
+        Witness { inputs, aux, evals: Evals::Host { a: e.a, b: e.b, c: e.c } }
+    }
 }
 
 /// How the aux MSMs are computed.
@@ -55,6 +71,8 @@ pub enum MsmMode {
 /// Where the time of one proof went.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ProveTimings {
+    /// The backend's mat-vec (zero when a, b, c came computed).
+    pub matvec: Duration,
     pub quotient: Duration,
     pub msm_h: Duration,
     pub msm_l: Duration,
@@ -66,12 +84,13 @@ pub struct ProveTimings {
 
 impl ProveTimings {
     pub fn total(&self) -> Duration {
-        self.quotient + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+        self.matvec + self.quotient + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
     }
 
     /// (name, duration) rows in schedule order.
-    pub fn rows(&self) -> [(&'static str, Duration); 7] {
+    pub fn rows(&self) -> [(&'static str, Duration); 8] {
         [
+            ("mat-vec (backend)", self.matvec),
             ("quotient (NTTs)", self.quotient),
             ("msm h", self.msm_h),
             ("msm l", self.msm_l),
@@ -83,6 +102,7 @@ impl ProveTimings {
     }
 
     pub fn add(&mut self, o: &ProveTimings) {
+        self.matvec += o.matvec;
         self.quotient += o.quotient;
         self.msm_h += o.msm_h;
         self.msm_l += o.msm_l;
@@ -143,16 +163,35 @@ fn mismatch(what: &str, params: usize, circuit: usize) -> Error {
     ))
 }
 
+/// The point counts of the parameters a circuit with these counts and densities needs (the
+/// byte fields follow from them).
+pub fn layout(num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -> ParamsLayout {
+    let (bi, ba, aa) = (popcount(d.b_input), popcount(d.b_aux), popcount(d.a_aux));
+    let b = bi + ba;
+    let vk_bytes = 3 * 96 + 3 * 192 + 4 + num_inputs * 96;
+    let g1 = domain - 1 + num_aux + num_inputs + aa + b;
+    ParamsLayout {
+        ic: num_inputs,
+        h: domain - 1,
+        l: num_aux,
+        a: num_inputs + aa,
+        b_g1: b,
+        b_g2: b,
+        vk_bytes,
+        file_bytes: vk_bytes + 5 * 4 + g1 * 96 + b * 192,
+    }
+}
+
 /// Checks that `params` has the layout the circuit's counts and densities call for.
 pub fn check_layout(params: &Parameters<Bls12>, num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -> Result<()> {
-    let (bi, ba, aa) = (popcount(d.b_input), popcount(d.b_aux), popcount(d.a_aux));
+    let want = layout(num_inputs, num_aux, domain, d);
     let checks = [
-        ("the verifying key's ic", params.vk.ic.len(), num_inputs),
-        ("h", params.h.len(), domain - 1),
-        ("l", params.l.len(), num_aux),
-        ("a", params.a.len(), num_inputs + aa),
-        ("b_g1", params.b_g1.len(), bi + ba),
-        ("b_g2", params.b_g2.len(), bi + ba),
+        ("the verifying key's ic", params.vk.ic.len(), want.ic),
+        ("h", params.h.len(), want.h),
+        ("l", params.l.len(), want.l),
+        ("a", params.a.len(), want.a),
+        ("b_g1", params.b_g1.len(), want.b_g1),
+        ("b_g2", params.b_g2.len(), want.b_g2),
     ];
     for (what, have, need) in checks {
         if have != need {
@@ -201,10 +240,15 @@ pub fn prove(
 ) -> Result<(Proof<Bls12>, ProveTimings)> {
     let mut t = ProveTimings::default();
     let (ni, na) = (w.inputs.len(), w.aux.len());
-    let rows = w.a.len();
-    if w.b.len() != rows || w.c.len() != rows {
-        return Err(Error::Invalid(format!("evaluations of unequal length: {}, {}, {}", rows, w.b.len(), w.c.len())));
-    }
+    let rows = match &w.evals {
+        Evals::Host { a, b, c } => {
+            if b.len() != a.len() || c.len() != a.len() {
+                return Err(Error::Invalid(format!("evaluations of unequal length: {}, {}, {}", a.len(), b.len(), c.len())));
+            }
+            a.len()
+        }
+        Evals::Matrices(m) => m.rows(),
+    };
     let domain = crate::backend::domain_size(rows).map_err(backend_err)?;
     check_layout(params, ni, na, domain, d)?;
     if ni == 0 || w.inputs[0] != Scalar::ONE {
@@ -212,9 +256,16 @@ pub fn prove(
     }
 
     let start = Instant::now();
-    let (h_acc, q) = backend.quotient_msm_h(w.a, w.b, w.c, &params.h).map_err(backend_err)?;
+    let (h_acc, mv, q) = match w.evals {
+        Evals::Host { a, b, c } => {
+            let (h, q) = backend.quotient_msm_h(a, b, c, &params.h).map_err(backend_err)?;
+            (h, Duration::ZERO, q)
+        }
+        Evals::Matrices(m) => backend.matvec_quotient_msm_h(&m, w.inputs, w.aux, &params.h).map_err(backend_err)?,
+    };
+    t.matvec = mv;
     t.quotient = q;
-    t.msm_h = start.elapsed().saturating_sub(q);
+    t.msm_h = start.elapsed().saturating_sub(q + mv);
     let l_acc = timed(&mut t.msm_l, || msm::<G1Affine>(backend, &params.l, w.aux, mode))?;
 
     let aa = popcount(d.a_aux);

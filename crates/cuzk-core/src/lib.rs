@@ -12,6 +12,7 @@ pub mod groth16;
 pub mod mem;
 pub mod params;
 pub mod porep;
+pub mod random_srs;
 pub mod registry;
 pub mod testing;
 

@@ -10,8 +10,7 @@ struct cuzk_ntt_t : NTT {
     static void bitrev(fr_t *d, uint32_t lg, stream_t &s) { NTT::bit_rev(d, d, lg, s); }
 };
 #include "common.cuh"
-
-struct fr_raw { uint32_t v[8]; };
+#include "quotient.cuh"
 
 extern "C" int cuzk_device_count(int *count, CUZK_ERR_ARGS)
 {
@@ -67,14 +66,6 @@ __global__ void cuzk_sub_scale_kernel(fr_t *a, const fr_t *c, fr_raw zinv_raw, s
 // 0 upload, 1 a:intt, 2 a:coset-ntt, 3 b:intt, 4 b:coset-ntt, 5 c:intt, 6 a·b, 7 coset-intt,
 // 8 (−c)/z + bit reversal, 9 download.
 
-// Owns a cudaMalloc'd buffer unless released (the quotient hands h over to the H MSM).
-struct cuzk_owned_buf {
-    void *p = nullptr;
-    explicit cuzk_owned_buf(size_t bytes) { CUDA_OK(cudaMalloc(&p, bytes)); }
-    ~cuzk_owned_buf() { if (p) cudaFree(p); }
-    void *release() { void *q = p; p = nullptr; return q; }
-};
-
 extern "C" void cuzk_device_free(int dev, void *p)
 {
     if (!p) return;
@@ -94,6 +85,43 @@ extern "C" int cuzk_host_alloc(int dev, size_t bytes, void **p, CUZK_ERR_ARGS)
 extern "C" void cuzk_host_free(void *p)
 {
     if (p) cudaFreeHost(p);
+}
+
+void cuzk_event_times(cudaEvent_t *ev, int count, double *ms)
+{
+    for (int i = 0; i < count; i++) {
+        float t = 0;
+        CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+        ms[i] = t;
+    }
+}
+
+void cuzk_quotient_stages(const gpu_t &gpu, stream_t &s, fr_t *a, fr_t *b, fr_t *c, uint32_t lg_n,
+                          const fr_raw &zinv, cudaEvent_t *ev, int &k)
+{
+    size_t n = (size_t)1 << lg_n;
+    using IO = NTT::InputOutputOrder;
+    using D = NTT::Direction;
+    using T = NTT::Type;
+    fr_t *ab[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        NTT::Base_dev_ptr(s, ab[i], lg_n, IO::NR, D::inverse, T::standard);
+        CUDA_OK(cudaEventRecord(ev[k++], s));
+        NTT::Base_dev_ptr(s, ab[i], lg_n, IO::RN, D::forward, T::coset);
+        CUDA_OK(cudaEventRecord(ev[k++], s));
+    }
+    NTT::Base_dev_ptr(s, c, lg_n, IO::NR, D::inverse, T::standard);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    int grid = gpu.sm_count() * 8;
+    cuzk_mul_kernel<<<grid, 256, 0, s>>>(a, b, n);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    NTT::Base_dev_ptr(s, a, lg_n, IO::NR, D::inverse, T::coset);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
+    cuzk_sub_scale_kernel<<<grid, 256, 0, s>>>(a, c, zinv, n);
+    CUDA_OK(cudaGetLastError());
+    cuzk_ntt_t::bitrev(a, lg_n, s);
+    CUDA_OK(cudaEventRecord(ev[k++], s));
 }
 
 // H = (a·b − c)/Z on the coset, as n − 1 values. With `keep` null, H is downloaded into `h`;
@@ -122,36 +150,12 @@ extern "C" int cuzk_quotient(int dev, const fr_t *a, size_t la, const fr_t *b, s
         if (len[i] < n) CUDA_OK(cudaMemsetAsync(dst[i] + len[i], 0, (n - len[i]) * sizeof(fr_t), s));
     }
     CUDA_OK(cudaEventRecord(ev[k++], s));
-    using IO = NTT::InputOutputOrder;
-    using D = NTT::Direction;
-    using T = NTT::Type;
-    for (int i = 0; i < 2; i++) {
-        NTT::Base_dev_ptr(s, dst[i], lg_n, IO::NR, D::inverse, T::standard);
-        CUDA_OK(cudaEventRecord(ev[k++], s));
-        NTT::Base_dev_ptr(s, dst[i], lg_n, IO::RN, D::forward, T::coset);
-        CUDA_OK(cudaEventRecord(ev[k++], s));
-    }
-    NTT::Base_dev_ptr(s, &dc[0], lg_n, IO::NR, D::inverse, T::standard);
-    CUDA_OK(cudaEventRecord(ev[k++], s));
-    int grid = gpu.sm_count() * 8;
-    cuzk_mul_kernel<<<grid, 256, 0, s>>>(&da[0], &db[0], n);
-    CUDA_OK(cudaGetLastError());
-    CUDA_OK(cudaEventRecord(ev[k++], s));
-    NTT::Base_dev_ptr(s, &da[0], lg_n, IO::NR, D::inverse, T::coset);
-    CUDA_OK(cudaEventRecord(ev[k++], s));
-    cuzk_sub_scale_kernel<<<grid, 256, 0, s>>>(&da[0], &dc[0], *zinv, n);
-    CUDA_OK(cudaGetLastError());
-    cuzk_ntt_t::bitrev(&da[0], lg_n, s);
-    CUDA_OK(cudaEventRecord(ev[k++], s));
+    cuzk_quotient_stages(gpu, s, &da[0], &db[0], &dc[0], lg_n, *zinv, ev, k);
     if (!keep)
         CUDA_OK(cudaMemcpyAsync(h, &da[0], (n - 1) * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
     CUDA_OK(cudaEventRecord(ev[k++], s));
     CUDA_OK(cudaStreamSynchronize(s));
     if (keep) *keep = owned_a.release();
-    for (int i = 0; i < CUZK_Q_STAGES; i++) {
-        float t = 0;
-        CUDA_OK(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-        ms[i] = t;
-    }
+    cuzk_event_times(ev, CUZK_Q_STAGES, ms);
     CUZK_CATCH
 }

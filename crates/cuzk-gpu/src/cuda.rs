@@ -12,7 +12,8 @@ use std::time::Instant;
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::{
-    check_lengths, domain_size, gather, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind, ScalarSplit,
+    check_lengths, domain_size, gather, Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, MsmPoint,
+    Ntt, NttKind, ScalarSplit,
 };
 use ff::{Field, PrimeField};
 
@@ -25,6 +26,8 @@ const CPU_BELOW: usize = 1 << 10;
 const RESIDENT_FROM: usize = 1 << 16;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
+/// Below this many constraints the mat-vec runs on the CPU.
+const MATVEC_CPU_BELOW: usize = 1 << 10;
 
 static LOG: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
 
@@ -139,6 +142,48 @@ impl Drop for Resident {
     }
 }
 
+/// A circuit's matrices resident on the device, freed on drop; keyed by the host arrays'
+/// addresses and lengths and a sample of their contents.
+struct ResidentPce {
+    key: Vec<u64>,
+    handle: Handle,
+}
+
+// SAFETY: an opaque device allocation, used only under the backend's lock.
+unsafe impl Send for ResidentPce {}
+unsafe impl Sync for ResidentPce {}
+
+impl Drop for ResidentPce {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from cuzk_pce_upload and is freed once.
+        unsafe { ffi::cuzk_pce_free(self.handle) }
+    }
+}
+
+fn pce_key(m: &Matrices) -> Vec<u64> {
+    let mut key = vec![m.num_inputs as u64, m.num_aux as u64, m.coeffs.len() as u64, fingerprint(m.coeffs)];
+    for x in [&m.a, &m.b, &m.c] {
+        key.extend([x.cols.as_ptr() as u64, x.cols.len() as u64, x.row_ptr.as_ptr() as u64, fingerprint(x.cols), fingerprint(x.coeff_idx)]);
+    }
+    key
+}
+
+/// The Groth16 coset's 1/Z = 1/(gⁿ − 1).
+fn zinv(n: usize) -> BackendResult<Scalar> {
+    let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
+    Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))
+}
+
+/// A device buffer handed over by the quotient, freed on drop.
+struct DeviceBuf(i32, *mut std::ffi::c_void);
+
+impl Drop for DeviceBuf {
+    fn drop(&mut self) {
+        // SAFETY: the buffer came from the quotient and is freed once.
+        unsafe { ffi::cuzk_device_free(self.0, self.1) }
+    }
+}
+
 /// A sample of the points' bytes: a freed slice whose address is reused by other points is
 /// not mistaken for the resident copy.
 fn fingerprint<P>(bases: &[P]) -> u64 {
@@ -204,6 +249,8 @@ pub struct CudaBackend {
     name: String,
     cpu: CpuBackend,
     resident: Mutex<Vec<Arc<Resident>>>,
+    /// The matrices of the last circuit evaluated on the device.
+    pce: Mutex<Option<Arc<ResidentPce>>>,
     /// Serialises device calls.
     lock: Mutex<()>,
     /// Pinned staging buffers not in use.
@@ -228,6 +275,7 @@ impl CudaBackend {
             name: format!("cuda:{device} {}", info.name),
             cpu: CpuBackend::new(),
             resident: Mutex::new(Vec::new()),
+            pce: Mutex::new(None),
             lock: Mutex::new(()),
             staging: Mutex::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
@@ -265,7 +313,10 @@ impl CudaBackend {
         Ok(r)
     }
 
-    fn msm_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
+    /// An MSM; bases of `RESIDENT_FROM` points or more are kept resident when `keep` says so
+    /// (SRS sections), else they travel with the call (the gathered bases of a split MSM,
+    /// different for every witness).
+    fn msm_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar], keep: bool) -> BackendResult<P::Curve> {
         check_lengths(bases.len(), scalars.len())?;
         let n = bases.len();
         if n < CPU_BELOW {
@@ -275,7 +326,7 @@ impl CudaBackend {
         let s = scalars.as_ptr() as *const blst::blst_fr;
         // Timed from lock acquisition, so the log holds device-call time, not waiting.
         let t;
-        if n >= RESIDENT_FROM {
+        if keep && n >= RESIDENT_FROM {
             let r = self.resident(bases)?;
             let _g = self.lock.lock().unwrap();
             t = Instant::now();
@@ -371,8 +422,7 @@ impl CudaBackend {
             None => (a, b, c),
         };
         let _g = self.lock.lock().unwrap();
-        let z = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([n as u64]) - Scalar::ONE;
-        let zinv: Scalar = Option::from(z.invert()).ok_or_else(|| BackendError::Input("Z vanishes on the coset".into()))?;
+        let zinv = zinv(n)?;
         let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         let keep_ptr: *mut *mut std::ffi::c_void = if h.is_some() { std::ptr::null_mut() } else { &mut keep };
@@ -418,13 +468,134 @@ impl CudaBackend {
             return Ok(ones);
         }
         let (gb, gs) = gather(bases, scalars, &split.general);
-        Ok(ones + self.msm_gpu(&gb, &gs)?)
+        Ok(ones + self.msm_gpu(&gb, &gs, false)?)
+    }
+
+    /// The matrices resident on the device, uploading them (after checking every index) on
+    /// first use; a new circuit topology replaces the old one.
+    fn resident_pce(&self, m: &Matrices) -> BackendResult<Arc<ResidentPce>> {
+        let key = pce_key(m);
+        let mut slot = self.pce.lock().unwrap();
+        if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
+            return Ok(r.clone());
+        }
+        *slot = None;
+        m.check_indices()?;
+        let t = Instant::now();
+        let host = [&m.a, &m.b, &m.c].map(|x| ffi::CsrHost {
+            row_ptr: x.row_ptr.as_ptr(),
+            cols: x.cols.as_ptr(),
+            coeff: x.coeff_idx.as_ptr(),
+            rows: x.rows(),
+            nnz: x.cols.len(),
+        });
+        let mut handle: Handle = std::ptr::null_mut();
+        let mut attempt = || {
+            call("upload matrices", |msg, cap| unsafe {
+                // SAFETY: three matrices whose arrays hold the stated counts (checked above),
+                // a coefficient table of coeffs.len() scalars in blst's layout.
+                ffi::cuzk_pce_upload(
+                    self.dev,
+                    host.as_ptr(),
+                    m.coeffs.as_ptr() as *const blst::blst_fr,
+                    m.coeffs.len(),
+                    m.num_inputs,
+                    m.num_aux,
+                    &mut handle,
+                    msg,
+                    cap,
+                )
+            })
+        };
+        if let Err(e) = attempt() {
+            tracing::warn!(error = %e, "matrix upload failed; evicting resident bases and retrying");
+            self.resident.lock().unwrap().clear();
+            attempt().map_err(dev_err)?;
+        }
+        let nnz = m.a.cols.len() + m.b.cols.len() + m.c.cols.len();
+        log(format!("upload matrices ({} rows, {nnz} non-zeros)", m.rows()), t.elapsed().as_secs_f64());
+        let r = Arc::new(ResidentPce { key, handle });
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
+    /// The witness (inputs, then aux) in one pinned buffer from the pool, or in pageable memory
+    /// when the driver refuses pinned memory; hand the first back with `self.give_back`.
+    fn stage_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> (Option<Staging>, Vec<Scalar>) {
+        let width = inputs.len() + aux.len();
+        match self.take_staging(width) {
+            Some(mut s) => {
+                let buf = s.scalars(width);
+                let (pi, pa) = buf.split_at_mut(inputs.len());
+                pi.copy_from_slice(inputs);
+                par_copy(pa, aux);
+                (Some(s), Vec::new())
+            }
+            None => (None, [inputs, aux].concat()),
+        }
+    }
+
+    fn give_back(&self, s: Option<Staging>) {
+        if let Some(s) = s {
+            self.staging.lock().unwrap().push(s);
+        }
+    }
+
+    /// The H MSM over H left on the device by the quotient (freed here).
+    fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
+        let mut out = blst::blst_p1::default();
+        let _g = self.lock.lock().unwrap();
+        let t = Instant::now();
+        // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
+        call("msm h (device scalars)", |m, c| unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, d_h.1, count, &mut out, m, c) })
+            .map_err(dev_err)?;
+        drop(d_h);
+        log(format!("msm G1 h from device-resident scalars ({count})"), t.elapsed().as_secs_f64());
+        Ok(G1Affine::from_raw(out))
+    }
+}
+
+impl MatVec for CudaBackend {
+    /// On the device, downloaded (for checks and for callers that need a, b, c on the host).
+    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+        m.check_witness(inputs, aux)?;
+        let rows = m.rows();
+        if rows < MATVEC_CPU_BELOW {
+            return self.cpu.mat_vec(m, inputs, aux);
+        }
+        let pce = self.resident_pce(m)?;
+        let (staged, pageable) = self.stage_witness(inputs, aux);
+        let w = staged.as_ref().map_or(pageable.as_ptr(), |s| s.ptr as *const Scalar);
+        let cap = rows.next_power_of_two();
+        let (mut a, mut b, mut c) = (Vec::with_capacity(cap), Vec::with_capacity(cap), Vec::with_capacity(cap));
+        let mut ms = [0f64; ffi::MATVEC_STAGES + 1];
+        {
+            let _g = self.lock.lock().unwrap();
+            let p = |v: &mut Vec<Scalar>| v.as_mut_ptr() as *mut blst::blst_fr;
+            // SAFETY: w holds inputs + aux scalars; a, b, c have room for `rows` values each.
+            call("mat-vec", |msg, cap| unsafe {
+                ffi::cuzk_matvec(pce.handle, w as *const blst::blst_fr, p(&mut a), p(&mut b), p(&mut c), ms.as_mut_ptr(), msg, cap)
+            })
+            .map_err(dev_err)?;
+        }
+        self.give_back(staged);
+        // SAFETY: the device wrote `rows` values into each.
+        unsafe {
+            a.set_len(rows);
+            b.set_len(rows);
+            c.set_len(rows);
+        }
+        for (stage, v) in ffi::MATVEC_QUOTIENT_STAGES.iter().take(ffi::MATVEC_STAGES).zip(ms) {
+            log(*stage, v / 1e3);
+        }
+        log("mat-vec: download a, b, c", ms[ffi::MATVEC_STAGES] / 1e3);
+        Ok(Evaluations { a, b, c })
     }
 }
 
 impl Msm<G1Affine> for CudaBackend {
     fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
-        self.msm_gpu(bases, scalars)
+        self.msm_gpu(bases, scalars, true)
     }
     fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
         self.sum_gpu(bases, indices)
@@ -436,7 +607,7 @@ impl Msm<G1Affine> for CudaBackend {
 
 impl Msm<G2Affine> for CudaBackend {
     fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
-        self.msm_gpu(bases, scalars)
+        self.msm_gpu(bases, scalars, true)
     }
     fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
         self.sum_gpu(bases, indices)
@@ -512,24 +683,65 @@ impl Backend for CudaBackend {
         let d_h = self.quotient_on_device(&a, &b, &c, n, None)?;
         let q = t.elapsed();
         drop((a, b, c));
-        struct DeviceBuf(i32, *mut std::ffi::c_void);
-        impl Drop for DeviceBuf {
-            fn drop(&mut self) {
-                // SAFETY: the buffer came from cuzk_quotient and is freed once.
-                unsafe { ffi::cuzk_device_free(self.0, self.1) }
-            }
+        let h = self.msm_h_on_device(&r, DeviceBuf(self.dev, d_h), n - 1)?;
+        Ok((h, q))
+    }
+
+    /// Only the witness travels: a, b, c are made in device memory from the resident
+    /// matrices and go straight into the quotient, whose H stays for the H MSM.
+    fn matvec_quotient_msm_h(
+        &self,
+        m: &Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
+        m.check_witness(inputs, aux)?;
+        let n = domain_size(m.rows())?;
+        if n < NTT_CPU_BELOW || m.rows() < MATVEC_CPU_BELOW || h_bases.len() < RESIDENT_FROM {
+            let t = Instant::now();
+            let e = self.mat_vec(m, inputs, aux)?;
+            let mv = t.elapsed();
+            let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
+            return Ok((h, mv, q));
         }
-        let d_h = DeviceBuf(self.dev, d_h);
-        let mut out = blst::blst_p1::default();
-        let _g = self.lock.lock().unwrap();
+        check_lengths(h_bases.len(), n - 1)?;
+        let r = self.resident(h_bases)?;
+        let pce = self.resident_pce(m)?;
         let t = Instant::now();
-        // SAFETY: d_h holds n − 1 scalars on this device; r holds n − 1 resident bases.
-        call("msm h (device scalars)", |m, c| unsafe {
-            ffi::cuzk_g1_msm_resident_dev(r.handle, d_h.1, n - 1, &mut out, m, c)
-        })
-        .map_err(dev_err)?;
-        drop(d_h);
-        log(format!("msm G1 h from device-resident scalars ({})", n - 1), t.elapsed().as_secs_f64());
-        Ok((G1Affine::from_raw(out), q))
+        let (staged, pageable) = self.stage_witness(inputs, aux);
+        let w = staged.as_ref().map_or(pageable.as_ptr(), |s| s.ptr as *const Scalar);
+        let stage_s = t.elapsed().as_secs_f64();
+        let zinv = zinv(n)?;
+        let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
+        let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
+        {
+            let _g = self.lock.lock().unwrap();
+            // SAFETY: w holds inputs + aux scalars; ms has one slot per stage.
+            call("mat-vec + quotient", |msg, cap| unsafe {
+                ffi::cuzk_matvec_quotient(
+                    pce.handle,
+                    w as *const blst::blst_fr,
+                    n.trailing_zeros(),
+                    &zinv as *const Scalar as *const blst::blst_fr,
+                    &mut keep,
+                    ms.as_mut_ptr(),
+                    msg,
+                    cap,
+                )
+            })
+            .map_err(dev_err)?;
+        }
+        self.give_back(staged);
+        drop(pageable);
+        log("mat-vec: stage witness into pinned memory (host copy)", stage_s);
+        for (stage, v) in ffi::MATVEC_QUOTIENT_STAGES.iter().zip(ms) {
+            log(*stage, v / 1e3);
+        }
+        let mv_ms: f64 = ms[..ffi::MATVEC_STAGES].iter().sum();
+        let q_ms: f64 = ms[ffi::MATVEC_STAGES..].iter().sum();
+        let h = self.msm_h_on_device(&r, DeviceBuf(self.dev, keep), n - 1)?;
+        let secs = std::time::Duration::from_secs_f64;
+        Ok((h, secs(stage_s + mv_ms / 1e3), secs(q_ms / 1e3)))
     }
 }

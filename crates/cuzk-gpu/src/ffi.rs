@@ -35,7 +35,69 @@ pub const QUOTIENT_STAGES: [&str; 10] = [
     "quotient: download h (0 when h stays on the device)",
 ];
 
+/// One matrix as `cuzk_pce_upload` reads it.
+#[repr(C)]
+pub struct CsrHost {
+    pub row_ptr: *const u32,
+    pub cols: *const u32,
+    pub coeff: *const u16,
+    pub rows: usize,
+    pub nnz: usize,
+}
+
+/// Stages reported by `cuzk_matvec_quotient`, in its order (the mat-vec's five, then the
+/// quotient's transforms on the device-made a, b, c).
+pub const MATVEC_QUOTIENT_STAGES: [&str; 13] = [
+    "mat-vec: upload witness",
+    "mat-vec: value kinds",
+    "mat-vec: A",
+    "mat-vec: B",
+    "mat-vec: C",
+    "quotient: a intt",
+    "quotient: a coset ntt",
+    "quotient: b intt",
+    "quotient: b coset ntt",
+    "quotient: c intt",
+    "quotient: a*b",
+    "quotient: coset intt",
+    "quotient: (-c)/z + bit reversal",
+];
+/// How many of [`MATVEC_QUOTIENT_STAGES`] belong to the mat-vec.
+pub const MATVEC_STAGES: usize = 5;
+
 extern "C" {
+    pub fn cuzk_pce_upload(
+        dev: i32,
+        m: *const CsrHost,
+        coeffs: *const blst::blst_fr,
+        ncoeffs: usize,
+        num_inputs: usize,
+        num_aux: usize,
+        handle: *mut Handle,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
+    pub fn cuzk_pce_free(handle: Handle);
+    pub fn cuzk_matvec(
+        handle: Handle,
+        w: *const blst::blst_fr,
+        a: *mut blst::blst_fr,
+        b: *mut blst::blst_fr,
+        c: *mut blst::blst_fr,
+        ms: *mut f64,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
+    pub fn cuzk_matvec_quotient(
+        handle: Handle,
+        w: *const blst::blst_fr,
+        lg_n: u32,
+        zinv: *const blst::blst_fr,
+        keep: *mut *mut c_void,
+        ms: *mut f64,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
     pub fn cuzk_device_count(count: *mut i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_device_name(dev: i32, name: *mut u8, name_cap: usize, mem: *mut usize, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_device_free(dev: i32, p: *mut c_void);

@@ -1,12 +1,11 @@
-//! The compact matrices and their evaluation. A [`CsrMatrix`] stores, per non-zero, a 32-bit
-//! column (inputs first, then aux) and a 16-bit index into the circuit's table of distinct
-//! coefficients; rows are 32-bit offsets. `a = A·w` runs in parallel over row blocks with
-//! rayon; coefficients ±1 skip the multiply, and witness values 0 and 1 (most PoRep values are
-//! bits) are recognised from a one-byte kind per value, without reading the value at all.
+//! The compact matrices. A [`CsrMatrix`] stores, per non-zero, a 32-bit column (inputs first,
+//! then aux) and a 16-bit index into the circuit's table of distinct coefficients; rows are
+//! 32-bit offsets. [`PreCompiledCircuit::matrices`] lends them to a backend's mat-vec in
+//! cuzk-core's view; [`PreCompiledCircuit::evaluate`] runs the CPU kernel (rayon over row
+//! blocks, ±1 coefficients and 0/1 witness values on fast paths).
 
 use blstrs::Scalar;
-use ff::Field;
-use rayon::prelude::*;
+use cuzk_core::backend::sparse::{evaluate_cpu, CsrView, Matrices};
 use serde::{Deserialize, Serialize};
 
 use crate::{PceError, Result};
@@ -37,9 +36,7 @@ impl CsrMatrix {
     }
 }
 
-/// Coefficient table slots with a fast path.
-pub const COEFF_ONE: u16 = 0;
-pub const COEFF_MINUS_ONE: u16 = 1;
+pub use cuzk_core::backend::sparse::{Evaluations, COEFF_MINUS_ONE, COEFF_ONE};
 
 /// A circuit topology, recorded once.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,14 +60,6 @@ pub struct PreCompiledCircuit {
     pub b_aux_density: Vec<u64>,
 }
 
-/// a = A·w, b = B·w, c = C·w, one value per constraint.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Evaluations {
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
-}
-
 /// Set bits in a density bitmap.
 pub fn popcount(bits: &[u64]) -> usize {
     bits.iter().map(|w| w.count_ones() as usize).sum()
@@ -80,8 +69,6 @@ pub fn popcount(bits: &[u64]) -> usize {
 pub fn bit(bits: &[u64], i: usize) -> bool {
     bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
 }
-
-const ROW_BLOCK: usize = 4096;
 
 impl PreCompiledCircuit {
     pub fn nnz(&self) -> usize {
@@ -97,7 +84,23 @@ impl PreCompiledCircuit {
             + (self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len()) * 8
     }
 
-    /// Evaluates the three matrices on a witness (`inputs[0]` must be ONE).
+    /// The matrices as a backend reads them.
+    pub fn matrices(&self) -> Matrices<'_> {
+        fn v(m: &CsrMatrix) -> CsrView<'_> {
+            CsrView { row_ptr: &m.row_ptr, cols: &m.cols, coeff_idx: &m.coeff_idx }
+        }
+        Matrices {
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            a: v(&self.a),
+            b: v(&self.b),
+            c: v(&self.c),
+            coeffs: &self.coeffs,
+        }
+    }
+
+    /// Evaluates the three matrices on a witness (`inputs[0]` must be ONE) with the CPU
+    /// kernel ([`cuzk_core::backend::sparse::evaluate_cpu`]).
     pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<Evaluations> {
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(PceError::Witness(format!(
@@ -108,70 +111,8 @@ impl PreCompiledCircuit {
                 self.num_aux
             )));
         }
-        let kinds = value_kinds(inputs, aux);
-        let (a, (b, c)) = rayon::join(
-            || self.mat_vec(&self.a, &kinds, inputs, aux),
-            || rayon::join(|| self.mat_vec(&self.b, &kinds, inputs, aux), || self.mat_vec(&self.c, &kinds, inputs, aux)),
-        );
-        Ok(Evaluations { a, b, c })
+        Ok(evaluate_cpu(&self.matrices(), inputs, aux))
     }
-
-    fn mat_vec(&self, m: &CsrMatrix, kinds: &[u8], inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
-        let n_in = self.num_inputs;
-        // Room for the prover's zero padding to the NTT domain, so it never reallocates.
-        let mut out = Vec::with_capacity(m.rows().max(1).next_power_of_two());
-        out.resize(m.rows(), Scalar::ZERO);
-        out.par_chunks_mut(ROW_BLOCK).enumerate().for_each(|(blk, chunk)| {
-            let first = blk * ROW_BLOCK;
-            for (k, slot) in chunk.iter_mut().enumerate() {
-                let r = first + k;
-                let (lo, hi) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
-                let mut acc = Scalar::ZERO;
-                for e in lo..hi {
-                    let col = m.cols[e] as usize;
-                    // Zeros and ones are read from the one-byte kinds, not the 32-byte values:
-                    // most PoRep values are bits, so most entries never touch `aux`.
-                    match kinds[col] {
-                        KIND_ZERO => continue,
-                        KIND_ONE => {
-                            acc += &self.coeffs[m.coeff_idx[e] as usize];
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let w = if col < n_in { &inputs[col] } else { &aux[col - n_in] };
-                    match m.coeff_idx[e] {
-                        COEFF_ONE => acc += w,
-                        COEFF_MINUS_ONE => acc -= w,
-                        ci => acc += *w * self.coeffs[ci as usize],
-                    }
-                }
-                *slot = acc;
-            }
-        });
-        out
-    }
-}
-
-const KIND_ZERO: u8 = 0;
-const KIND_ONE: u8 = 1;
-const KIND_OTHER: u8 = 2;
-
-/// One byte per witness value (inputs, then aux): zero, one, or anything else.
-fn value_kinds(inputs: &[Scalar], aux: &[Scalar]) -> Vec<u8> {
-    let kind = |v: &Scalar| {
-        if bool::from(v.is_zero()) {
-            KIND_ZERO
-        } else if *v == Scalar::ONE {
-            KIND_ONE
-        } else {
-            KIND_OTHER
-        }
-    };
-    let mut out = Vec::with_capacity(inputs.len() + aux.len());
-    out.extend(inputs.iter().map(kind));
-    out.par_extend(aux.par_iter().map(kind));
-    out
 }
 
 mod scalar_vec {

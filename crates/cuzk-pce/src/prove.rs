@@ -10,7 +10,7 @@ use bellperson::groth16::{Parameters, Proof};
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::Backend;
-use cuzk_core::groth16::{self, Densities, MsmMode, ProveTimings, Witness};
+use cuzk_core::groth16::{self, Densities, Evals, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::StageTracer;
 use cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES;
 use cuzk_core::porep::c1::{prepare, C1};
@@ -22,10 +22,33 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use crate::matrix::PreCompiledCircuit;
 use crate::{PceError, Result};
 
+/// Where a, b, c = A·w, B·w, C·w are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum MatVecPlace {
+    /// The CPU kernel, before the backend is called (its own "mat-vec" stage).
+    #[default]
+    Host,
+    /// The backend's own mat-vec, inside the proving call: on a GPU only the witness is
+    /// uploaded and a, b, c are made in device memory, where the quotient reads them.
+    Backend,
+}
+
+impl std::str::FromStr for MatVecPlace {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "host" | "cpu" => Ok(MatVecPlace::Host),
+            "backend" | "device" | "gpu" => Ok(MatVecPlace::Backend),
+            other => Err(format!("unknown mat-vec place {other:?}: want host or device")),
+        }
+    }
+}
+
 /// How to prove.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     pub mode: MsmMode,
+    pub matvec: MatVecPlace,
     /// Fixed (r, s) per partition (for reproducible proofs); `None` draws fresh ones.
     pub randomness: Option<Vec<(Scalar, Scalar)>>,
 }
@@ -40,7 +63,8 @@ pub struct Timings {
 
 impl Timings {
     pub fn total(&self) -> Duration {
-        self.witness + self.matvec + self.prover.total()
+        // The prover's own mat-vec time is already in `matvec`.
+        self.witness + self.matvec + self.prover.total().saturating_sub(self.prover.matvec)
     }
 }
 
@@ -65,7 +89,7 @@ pub fn prove_circuit<C: Circuit<Scalar>>(
     let t = Instant::now();
     let w = tracer.stage("witness", || crate::porep::checked_witness(circuit, pce))?;
     times.witness += t.elapsed();
-    prove_witness(backend, pce, params, &w, r, s, mode, tracer, times)
+    prove_witness(backend, pce, params, &w, r, s, mode, MatVecPlace::Host, tracer, times)
 }
 
 /// The mat-vec and Groth16 steps of [`prove_circuit`] on a witness already computed.
@@ -78,15 +102,23 @@ pub fn prove_witness(
     r: Scalar,
     s: Scalar,
     mode: MsmMode,
+    matvec: MatVecPlace,
     tracer: &StageTracer,
     times: &mut Timings,
 ) -> Result<Proof<Bls12>> {
-    let t = Instant::now();
-    let eval = tracer.stage("mat-vec", || pce.evaluate(&w.inputs, &w.aux))?;
-    times.matvec += t.elapsed();
-    let witness = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
+    let witness = match matvec {
+        MatVecPlace::Host => {
+            let t = Instant::now();
+            let eval = tracer.stage("mat-vec", || pce.evaluate(&w.inputs, &w.aux))?;
+            times.matvec += t.elapsed();
+            Witness::evaluated(&w.inputs, &w.aux, eval)
+        }
+        MatVecPlace::Backend => Witness { inputs: &w.inputs, aux: &w.aux, evals: Evals::Matrices(pce.matrices()) },
+    };
     let (proof, pt) = tracer
         .stage("prove", || groth16::prove(backend, params, &densities(pce), witness, r, s, mode))?;
+    // The backend's mat-vec counts as mat-vec, wherever it ran.
+    times.matvec += pt.matvec;
     times.prover.add(&pt);
     Ok(proof)
 }
@@ -130,7 +162,7 @@ fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
         let t = Instant::now();
         let w = tracer.stage("witness", || crate::porep::split_witness(crate::porep::challenge_pieces(&prepared, k, mode)?, pce))?;
         times.witness += t.elapsed();
-        let proof = prove_witness(backend, pce, params, &w, r, s, opts.mode, tracer, &mut times)?;
+        let proof = prove_witness(backend, pce, params, &w, r, s, opts.mode, opts.matvec, tracer, &mut times)?;
         proof.write(&mut out).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
     }
     Ok((out, times))

@@ -539,7 +539,7 @@ impl Drop for Engine {
 /// One partition's Groth16 proof on `backend` (a, b, c are consumed).
 fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Evaluations, mode: MsmMode) -> Result<Proof<Bls12>, PipelineError> {
     let d = cuzk_pce::prove::densities(&c.pce);
-    let wit = Witness { inputs: &w.inputs, aux: &w.aux, a: eval.a, b: eval.b, c: eval.c };
+    let wit = Witness::evaluated(&w.inputs, &w.aux, eval);
     groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode).map(|(p, _)| p).map_err(|e| match e {
         cuzk_core::Error::Device(m) => PipelineError::Device(m),
         e => PipelineError::Prove(e.to_string()),

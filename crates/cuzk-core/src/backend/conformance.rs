@@ -2,7 +2,8 @@
 //! sums) over G1 and G2 against naive sums of scalar multiplications, NTTs against the naive
 //! DFT and by round trips and spot evaluations at large sizes, the quotient against the
 //! polynomial identity A·B − C = H·Z at a random point and against bellperson's evaluation
-//! domain, and the typed errors for bad inputs. Inputs are random with the edge values mixed
+//! domain, the sparse mat-vec against the plainest evaluation (alone and fused into the
+//! quotient and H MSM), and the typed errors for bad inputs. Inputs are random with the edge values mixed
 //! in (0, 1, r − 1, points at infinity, repeated and opposite points). The CPU backend runs it
 //! in CI (`cargo test`); the CUDA backend runs it on the GPU machine (`cuzk selftest`).
 
@@ -65,6 +66,8 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
         let cpu = super::cpu::CpuBackend::new();
         let len = if scale == Scale::Full { 140_000 } else { 3000 };
         case("quotient + msm h vs separate cpu steps", &mut || quotient_msm_h_vs(backend, &cpu, &mut rng, len));
+        let rows = if scale == Scale::Full { 140_000 } else { 3000 };
+        case("mat-vec vs naive, and mat-vec + quotient + msm h", &mut || matvec_vs_naive(backend, &cpu, &mut rng, rows));
     }
     if scale == Scale::Full {
         let cpu = super::cpu::CpuBackend::new();
@@ -319,8 +322,7 @@ fn quotient_identity(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String
 fn quotient_msm_h_vs(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, len: usize) -> Result<(), String> {
     let [a, bb, c] = [(); 3].map(|_| edge_scalars(rng, len));
     let n = len.next_power_of_two();
-    let g = G1Affine::generator().to_curve() * Scalar::random(&mut *rng);
-    let bases = super::chain::<G1Affine>(g, n - 1);
+    let bases = crate::random_srs::random_points::<G1Affine>(n - 1, rng.gen());
     let h = cpu.quotient(a.clone(), bb.clone(), c.clone()).map_err(|e| e.to_string())?;
     let want = Msm::<G1Affine>::msm(cpu, &bases, &h).map_err(|e| e.to_string())?;
     let (got, _) = b.quotient_msm_h(a, bb, c, &bases).map_err(|e| e.to_string())?;
@@ -328,6 +330,34 @@ fn quotient_msm_h_vs(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, l
     match b.quotient_msm_h(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], &bases[..3]) {
         Err(BackendError::Input(_)) => Ok(()),
         other => Err(format!("h bases of the wrong length must be refused, got {other:?}")),
+    }
+}
+
+/// The backend's mat-vec equals the naive evaluation on random matrices (long rows, ±1 and
+/// general coefficients, 0/1-heavy witness), and its fused mat-vec + quotient + H MSM equals
+/// the CPU's separate steps; a witness of the wrong size is refused.
+fn matvec_vs_naive(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, rows: usize) -> Result<(), String> {
+    let (ni, na) = (7, rows + rows / 3);
+    let owned = super::sparse::OwnedMatrices::random(rng, ni, na, rows, 5, 300);
+    let m = owned.view();
+    let mut inputs = edge_scalars(rng, ni);
+    inputs[0] = Scalar::ONE;
+    let aux = edge_scalars(rng, na);
+    let want = super::sparse::evaluate_naive(&m, &inputs, &aux);
+    let got = b.mat_vec(&m, &inputs, &aux).map_err(|e| e.to_string())?;
+    for (name, g, w) in [("a", &got.a, &want.a), ("b", &got.b, &want.b), ("c", &got.c, &want.c)] {
+        if let Some(i) = (0..w.len().max(g.len())).find(|&i| g.get(i) != w.get(i)) {
+            return Err(format!("mat-vec {name} differs at row {i} of {rows}"));
+        }
+    }
+    let n = rows.next_power_of_two();
+    let bases = crate::random_srs::random_points::<G1Affine>(n - 1, rng.gen());
+    let (h_want, _) = cpu.quotient_msm_h(want.a, want.b, want.c, &bases).map_err(|e| e.to_string())?;
+    let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases).map_err(|e| e.to_string())?;
+    same::<G1Affine>(&format!("mat-vec + quotient + msm h, {rows} rows"), h_got, h_want)?;
+    match b.mat_vec(&m, &inputs, &aux[1..]) {
+        Err(BackendError::Input(_)) => Ok(()),
+        other => Err(format!("a witness of the wrong size must be refused, got {:?}", other.map(|_| ()))),
     }
 }
 

@@ -8,6 +8,7 @@ use blstrs::{Scalar, G1Affine, G2Affine};
 use rayon::prelude::*;
 
 use super::ntt::{self, DomainCache};
+use super::sparse::{evaluate_cpu, Evaluations, MatVec, Matrices};
 use super::{check_lengths, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind};
 
 /// The most points one Pippenger task takes.
@@ -94,5 +95,12 @@ impl Ntt for CpuBackend {
 impl Backend for CpuBackend {
     fn name(&self) -> &str {
         "cpu"
+    }
+}
+
+impl MatVec for CpuBackend {
+    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+        m.check_witness(inputs, aux)?;
+        Ok(evaluate_cpu(m, inputs, aux))
     }
 }

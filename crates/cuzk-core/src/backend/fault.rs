@@ -13,7 +13,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
 use ff::Field;
 use group::Group;
 
-use super::{Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind};
+use super::{Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, MsmPoint, Ntt, NttKind};
 
 /// What an injected fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +123,12 @@ impl Ntt for FaultyBackend {
     }
     fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
         self.inner.quotient(a, b, c)
+    }
+}
+
+impl MatVec for FaultyBackend {
+    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+        self.inner.mat_vec(m, inputs, aux)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The backend seam: small traits with one job each — [`Msm`] (variable-base multi-scalar
 //! multiplication over G1 or G2, with the 0/1-scalar split) and [`Ntt`] (number-theoretic
 //! transforms over the BLS12-381 scalar field, and the quotient schedule built from them) —
-//! bundled as [`Backend`]. The CPU implementation ([`cpu::CpuBackend`]) is always compiled;
+//! plus [`MatVec`] (the constraint matrices times the witness), bundled as [`Backend`]. The CPU implementation ([`cpu::CpuBackend`]) is always compiled;
 //! `cuzk-gpu` plugs its CUDA implementation in behind the same traits, and [`conformance`]
 //! is the one test suite every implementation must pass.
 
@@ -10,11 +10,13 @@ pub mod cpu;
 pub mod fault;
 pub mod curve;
 pub mod ntt;
+pub mod sparse;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use ff::Field;
 
 pub use curve::MsmPoint;
+pub use sparse::{Evaluations, MatVec, Matrices};
 
 /// Errors a backend reports; CUDA failures arrive here as values, never as aborts.
 #[derive(Debug, thiserror::Error)]
@@ -144,7 +146,7 @@ pub trait Ntt: Send + Sync {
 }
 
 /// Everything the prover needs from a backend.
-pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt {
+pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// Short name for logs and reports ("cpu", "cuda").
     fn name(&self) -> &str;
 
@@ -158,6 +160,24 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt {
         h_bases: &[G1Affine],
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration)> {
         quotient_then_msm_h(self, a, b, c, h_bases)
+    }
+
+    /// [`Backend::quotient_msm_h`] starting from the witness: a, b, c are evaluated by this
+    /// backend's [`MatVec`] first. Returns the H MSM, the mat-vec's time and the quotient's.
+    /// A device backend overrides this so that only the witness travels and a, b, c are made
+    /// where the quotient needs them.
+    fn matvec_quotient_msm_h(
+        &self,
+        m: &Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
+        let t = std::time::Instant::now();
+        let e = self.mat_vec(m, inputs, aux)?;
+        let mv = t.elapsed();
+        let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
+        Ok((h, mv, q))
     }
 }
 
@@ -211,38 +231,14 @@ pub struct ScalingRow {
 }
 
 /// Times G1 MSM (random scalars), G2 MSM (at 1/4 size) and forward / coset NTT for sizes
-/// 2^min_log ..= 2^max_log. Bases are made by repeated addition (cheap), not sampled.
-/// n distinct points g·(k + 1)… built by additions (in parallel blocks) and one batch
-/// normalisation per block: fast enough for 2^27 synthetic bases.
-fn chain<P: MsmPoint>(g: P::Curve, n: usize) -> Vec<P> {
-    use group::Curve;
-    use rayon::prelude::*;
-    const B: usize = 1 << 14;
-    let parts: Vec<Vec<P>> = (0..n.div_ceil(B))
-        .into_par_iter()
-        .map(|k| {
-            let mut p = g * Scalar::from(k as u64 + 1);
-            let len = B.min(n - k * B);
-            let mut proj = Vec::with_capacity(len);
-            for _ in 0..len {
-                p += g;
-                proj.push(p);
-            }
-            let mut aff = vec![P::identity(); len];
-            P::Curve::batch_normalize(&proj, &mut aff);
-            aff
-        })
-        .collect();
-    parts.concat()
-}
-
+/// 2^min_log ..= 2^max_log. Bases are random multiples of the generators made by additions
+/// ([`crate::random_srs::random_points`]), not sampled one by one.
 pub fn scaling(backend: &dyn Backend, min_log: u32, max_log: u32) -> BackendResult<Vec<ScalingRow>> {
-    use group::Group;
     use rayon::prelude::*;
     use std::time::Instant;
     let max = 1usize << max_log;
-    let g1: Vec<G1Affine> = chain(blstrs::G1Projective::generator() * Scalar::from(7u64), max);
-    let g2: Vec<G2Affine> = chain(blstrs::G2Projective::generator() * Scalar::from(3u64), (max / 4).max(1));
+    let g1: Vec<G1Affine> = crate::random_srs::random_points(max, 7);
+    let g2: Vec<G2Affine> = crate::random_srs::random_points((max / 4).max(1), 3);
     let scalars: Vec<Scalar> = (0..max as u64)
         .into_par_iter()
         .map(|i| Scalar::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).pow_vartime([0x1234_5678_9abc_def1]))
