@@ -373,6 +373,46 @@ enum BenchCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// One partition at full size on one backend, under random parameters of the circuit's
+    /// exact layout (or a .params file): witness, CPU mat-vec, the backend's mat-vec checked
+    /// value for value, then REPS proofs with a, b, c from the host and REPS with the backend
+    /// evaluating the matrices itself (on a GPU only the witness is uploaded), all with one
+    /// (r, s) and required to be the same bytes. Made for 32 GiB partitions (synthetic C1s):
+    /// `--write-params` leaves the SRS on disk for cuzk-supraseal. Proofs under random
+    /// parameters never verify; exits 1 when any two results differ.
+    Partition {
+        #[arg(long)]
+        c1: PathBuf,
+        #[command(flatten)]
+        sector: SectorArgs,
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendArg,
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Proofs per mat-vec place (the first of each is cold: uploads).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Mat-vec places to measure, in order: host (the CPU kernel, a, b, c uploaded) and/or
+        /// device (the backend's own mat-vec).
+        #[arg(long, value_delimiter = ',', default_value = "host,device")]
+        matvec: Vec<cuzk_pce::prove::MatVecPlace>,
+        /// Seed of the random parameters.
+        #[arg(long, default_value_t = 1)]
+        srs_seed: u64,
+        /// Load these parameters instead of generating random ones.
+        #[arg(long)]
+        params: Option<PathBuf>,
+        /// Write the parameters (and a .vk beside them) here, atomically; an existing
+        /// directory gets them under the official file names (usable as
+        /// FIL_PROOFS_PARAMETER_CACHE by later runs).
+        #[arg(long)]
+        write_params: Option<PathBuf>,
+        /// Seed of the (r, s) every proof uses.
+        #[arg(long, default_value_t = 7)]
+        rs_seed: u64,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// The 0/1 split (sum of the bases with scalar 1 + a general MSM over the rest) against the
     /// plain MSM, on the aux scalars of the C1's first partition (L, A, B in G1 and G2); each
     /// pair of results compared. Writes JSON with --json.
@@ -925,6 +965,51 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             if let Some(path) = json {
                 let doc = serde_json::json!({ "plain_seconds": plain, "profiled_seconds": profiled, "constraints": pce.num_constraints, "us_per_constraint": per, "rows": rows });
                 params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &doc).map_err(std::io::Error::other))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Partition { c1, sector, backend, partition, reps, matvec, srs_seed, params: params_in, write_params, rs_seed, json } => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            if c1.synthetic {
+                println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
+            }
+            let backend = make_backend(backend)?;
+            let o = cuzk_pce::bench_partition::Options { partition, reps, places: matvec, srs_seed, params: params_in, write_params, rs_seed };
+            let r = cuzk_pce::bench_partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
+            let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+            println!(
+                "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
+                r.partition, r.c1, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
+            );
+            println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
+            println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
+            println!("  CPU mat-vec    {:>8.3} s  ({:.1} core-s)", r.cpu_matvec_seconds, r.cpu_matvec_cpu_seconds);
+            println!("  parameters     {:>8.3} s  ({}; {:.2} GiB as a file; RSS after {:.1} GiB)", r.srs_seconds, r.srs_source, gib(r.srs_file_bytes as u64), gib(r.rss_after_srs_bytes));
+            if let Some(w) = r.params_write_seconds {
+                println!("  params written {w:>8.3} s");
+            }
+            println!("  backend mat-vec {:>7.3} s, equal to the CPU's: {}", r.backend_matvec_seconds, r.backend_matvec_equal);
+            for run in &r.runs {
+                let t = &run.timings;
+                println!(
+                    "  prove (mat-vec {:?}) rep {}: {:>7.3} s = mat-vec {:.3} + quotient {:.3} + msm h {:.3} l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}",
+                    run.matvec, run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
+                    t.msm_l.as_secs_f64(), t.msm_a.as_secs_f64(), t.msm_b_g1.as_secs_f64(), t.msm_b_g2.as_secs_f64()
+                );
+            }
+            let show = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
+            println!(
+                "  warm medians: a, b, c from the host {}; mat-vec on the backend {}",
+                show(r.median_host_matvec_seconds),
+                show(r.median_backend_matvec_seconds)
+            );
+            println!("  peak RSS {:.1} GiB; all proofs equal: {}", gib(r.peak_rss_bytes), r.proofs_equal);
+            if let Some(path) = json {
+                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+            }
+            if !(r.proofs_equal && r.backend_matvec_equal) {
+                eprintln!("error: results differ between paths");
+                return Ok(ExitCode::from(1));
             }
             Ok(ExitCode::SUCCESS)
         }

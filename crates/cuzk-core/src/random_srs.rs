@@ -37,7 +37,7 @@ pub fn random_points<P: MsmPoint>(n: usize, seed: u64) -> Vec<P> {
             proj.push(p);
             p += step;
         }
-        P::Curve::batch_normalize(&proj, chunk);
+        P::batch_to_affine(&proj, chunk);
     });
     out
 }

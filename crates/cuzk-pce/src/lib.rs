@@ -7,6 +7,7 @@
 //! ([`reference`]) and the PoRep glue ([`porep`]). It knows nothing of GPUs or pipelines.
 
 pub mod bench;
+pub mod bench_partition;
 pub mod bench_prove;
 pub mod cache;
 pub mod matrix;

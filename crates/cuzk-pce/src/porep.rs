@@ -157,6 +157,25 @@ fn witnesses_shaped<Tree: 'static + MerkleTreeTrait>(
     ks.into_par_iter().map(|k| split_witness(challenge_pieces(&prepared, k, mode)?, pce)).collect()
 }
 
+/// The witness of partition `k` alone (its challenges in parallel).
+pub fn partition_witness(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, k: usize, mode: WitnessMode) -> Result<WitnessCs> {
+    with_shape!(c1.sector_size(), partition_witness_shaped, c1, id, pce, k, mode)
+}
+
+fn partition_witness_shaped<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1,
+    id: &SectorIdentity,
+    pce: &PreCompiledCircuit,
+    k: usize,
+    mode: WitnessMode,
+) -> Result<WitnessCs> {
+    let prepared = prepare::<Tree>(c1, id)?;
+    if k >= prepared.vanilla.len() {
+        return Err(PceError::Witness(format!("partition {k} asked for; the C1 has {}", prepared.vanilla.len())));
+    }
+    split_witness(challenge_pieces(&prepared, k, mode)?, pce)
+}
+
 /// The witness of one circuit from its independent pieces (e.g. one per challenge,
 /// [`challenge_pieces`]), computed in parallel and joined: every piece
 /// repeats the same common part, then adds its own variables; the join keeps the common part

@@ -98,3 +98,25 @@ fn parameters_of_another_circuit_are_refused() {
     );
     assert!(err.to_string().contains("do not fit this circuit"), "{err}");
 }
+
+#[test]
+fn the_backends_own_mat_vec_gives_bellpersons_proof_too() {
+    use cuzk_pce::prove::{prove_witness, MatVecPlace};
+    let cpu = CpuBackend::new();
+    let tracer = StageTracer::new();
+    for seed in 0..3u64 {
+        let circuit = RandomCircuit::new(seed + 20, 500, 700);
+        let params = params_for(circuit.clone(), seed + 200);
+        let pce = extract(circuit.clone()).unwrap();
+        let w = cuzk_witness::witness(circuit.clone(), pce.num_inputs, pce.num_aux).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed + 3);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
+        for place in [MatVecPlace::Host, MatVecPlace::Backend] {
+            let mut t = Timings::default();
+            let got = prove_witness(&cpu, &pce, &params, &w, r, s, MsmMode::Split, place, &tracer, &mut t).unwrap();
+            assert_eq!(bytes(&got), bytes(&want), "seed {seed}, mat-vec {place:?}: proof differs from bellperson's");
+            assert!(t.prover.matvec.is_zero() == (place == MatVecPlace::Host), "{place:?}: the backend's mat-vec time");
+        }
+    }
+}

@@ -21,6 +21,7 @@ use blstrs::{Bls12, Scalar};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, MsmMode, Witness};
+use cuzk_pce::prove::MatVecPlace;
 use cuzk_pce::{Evaluations, PreCompiledCircuit};
 use cuzk_witness::WitnessCs;
 use serde::Serialize;
@@ -81,6 +82,10 @@ pub struct Config {
     /// Host bytes that admitted partitions may hold together.
     pub budget_bytes: u64,
     pub mode: MsmMode,
+    /// Where a, b, c are computed: the mat-vec stage on the CPU (host), or the prover's
+    /// backend (on a GPU only the witness is uploaded; a partition then holds no host a, b, c
+    /// and the mat-vec stage passes it straight on).
+    pub matvec: MatVecPlace,
     pub on_device_error: DeviceErrorPolicy,
     /// RSS sampling period of the trace.
     pub sample_period: Duration,
@@ -99,6 +104,7 @@ impl Config {
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
             mode: MsmMode::Split,
+            matvec: MatVecPlace::Host,
             on_device_error: DeviceErrorPolicy::Fail,
             sample_period: Duration::from_millis(100),
             trace: None,
@@ -117,6 +123,16 @@ pub struct WorkingSet {
 }
 
 impl WorkingSet {
+    /// The working set with a, b, c made where `place` says (none on the host for the
+    /// backend's mat-vec).
+    pub fn at(pce: &PreCompiledCircuit, place: MatVecPlace) -> Self {
+        let ws = Self::of(pce);
+        match place {
+            MatVecPlace::Host => ws,
+            MatVecPlace::Backend => WorkingSet { abc: 0, ..ws },
+        }
+    }
+
     pub fn of(pce: &PreCompiledCircuit) -> Self {
         const S: u64 = 32;
         let domain = pce.num_constraints.max(1).next_power_of_two() as u64;
@@ -219,7 +235,8 @@ struct MatvecItem {
 struct ProveItem {
     c: Carry,
     w: WitnessCs,
-    eval: Evaluations,
+    /// None: the backend evaluates the matrices itself.
+    eval: Option<Evaluations>,
     lease: Lease,
 }
 
@@ -283,6 +300,7 @@ impl Engine {
             std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
         };
 
+        let matvec = cfg.matvec;
         // Parse.
         {
             let (trace, reg, done_tx) = (trace.clone(), reg.clone(), done_tx.clone());
@@ -318,7 +336,7 @@ impl Engine {
                                         submitted_s: sub.submitted_s,
                                     },
                                 );
-                                let ws = WorkingSet::of(&job.pce);
+                                let ws = WorkingSet::at(&job.pce, matvec);
                                 for (k, p) in job.partitions.into_iter().enumerate() {
                                     let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
                                     if let Err(e) = wit_tx.send(WitnessItem { c, synth: p.synthesize }) {
@@ -383,9 +401,12 @@ impl Engine {
                             let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
                             continue;
                         }
-                        let eval = trace.record("mat-vec", c.id, c.k, &lane, "", || {
-                            guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(e.to_string())))
-                        });
+                        let eval = match matvec {
+                            MatVecPlace::Backend => Ok(None),
+                            MatVecPlace::Host => trace.record("mat-vec", c.id, c.k, &lane, "", || {
+                                guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(e.to_string())))
+                            }),
+                        };
                         match eval {
                             Ok(eval) => {
                                 let (id, k) = (c.id, c.k);
@@ -430,7 +451,7 @@ impl Engine {
                                     trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{pi}", dev.name), "cpu", || {
                                         guarded("prove", || {
                                             let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(e.to_string()))?;
-                                            prove_partition(cpu.as_ref(), &c, &w, eval, mode)
+                                            prove_partition(cpu.as_ref(), &c, &w, Some(eval), mode)
                                         })
                                     })
                                 }
@@ -536,10 +557,14 @@ impl Drop for Engine {
     }
 }
 
-/// One partition's Groth16 proof on `backend` (a, b, c are consumed).
-fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Evaluations, mode: MsmMode) -> Result<Proof<Bls12>, PipelineError> {
+/// One partition's Groth16 proof on `backend` (a, b, c are consumed; without them the backend
+/// evaluates the matrices).
+fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Option<Evaluations>, mode: MsmMode) -> Result<Proof<Bls12>, PipelineError> {
     let d = cuzk_pce::prove::densities(&c.pce);
-    let wit = Witness::evaluated(&w.inputs, &w.aux, eval);
+    let wit = match eval {
+        Some(e) => Witness::evaluated(&w.inputs, &w.aux, e),
+        None => Witness { inputs: &w.inputs, aux: &w.aux, evals: cuzk_core::groth16::Evals::Matrices(c.pce.matrices()) },
+    };
     groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode).map(|(p, _)| p).map_err(|e| match e {
         cuzk_core::Error::Device(m) => PipelineError::Device(m),
         e => PipelineError::Prove(e.to_string()),

@@ -134,6 +134,25 @@ fn proofs_equal_bellpersons_and_verify_with_several_proofs_in_flight() {
 }
 
 #[test]
+fn with_the_backends_mat_vec_proofs_are_the_same_and_no_host_abc_is_budgeted() {
+    let f = fixture();
+    let mut cfg = Config::cpu(2, roomy());
+    cfg.matvec = cuzk_pce::prove::MatVecPlace::Backend;
+    let engine = Engine::start(cfg).unwrap();
+    let sets: Vec<Vec<(Scalar, Scalar)>> = (10..12).map(|k| rs(k, 2)).collect();
+    let tickets: Vec<_> = sets.iter().map(|s| engine.submit(job(&f, s, None, None)).unwrap()).collect();
+    for (t, s) in tickets.into_iter().zip(&sets) {
+        assert_eq!(t.wait().result.unwrap(), reference(&f, s), "the backend's mat-vec changed the proof");
+    }
+    let ev = engine.trace().events();
+    assert!(ev.iter().all(|e| e.stage != "mat-vec"), "no host mat-vec stage runs when the backend evaluates");
+    assert_eq!(engine.budget().in_use(), 0);
+    let host = WorkingSet::of(&f.pce);
+    let dev = WorkingSet::at(&f.pce, cuzk_pce::prove::MatVecPlace::Backend);
+    assert_eq!((dev.abc, dev.witness, dev.prover), (0, host.witness, host.prover));
+}
+
+#[test]
 fn a_failing_or_panicking_partition_fails_its_proof_only_and_returns_its_budget() {
     let f = fixture();
     let engine = Engine::start(Config::cpu(2, roomy())).unwrap();

@@ -228,6 +228,118 @@ pub fn run(args: &Args) -> Result<bool> {
     Ok(report.all_equal && report.verified)
 }
 
+/// The report of partition mode.
+#[derive(Debug, Serialize)]
+pub struct PartitionReport {
+    pub c1: String,
+    pub synthetic: bool,
+    pub partition: usize,
+    pub params: String,
+    pub threads: usize,
+    pub constraints: usize,
+    pub pce_s: f64,
+    pub witness_s: f64,
+    pub matvec_s: f64,
+    /// SupraSeal reading its SRS from the `.params` file.
+    pub srs_load_s: f64,
+    /// SupraSeal's GPU prover on the one partition, per round (the first is cold).
+    pub supraseal_s: Vec<f64>,
+    pub median_warm_supraseal_s: f64,
+    pub proofs_equal_across_rounds: bool,
+    /// Against the `--expect` report's proof (cuzk's), when given.
+    pub equal_to_expected: Option<bool>,
+    pub proof_hex: String,
+    pub peak_rss_bytes: u64,
+}
+
+/// Partition mode: one partition, SupraSeal's prover under the given `.params` file.
+pub fn run_partition(args: &Args) -> Result<bool> {
+    let k = args.partition.context("partition mode needs --partition")?;
+    let params_path = args.params.clone().context("partition mode needs --params")?;
+    cuzk_core::porep::init_env()?;
+    let meta_path = sector::meta_path_for(&args.c1);
+    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
+    if c1.synthetic {
+        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", args.c1.display());
+    }
+    let id = meta.identity();
+    let t = Instant::now();
+    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
+    let pce_s = secs(t);
+    let t = Instant::now();
+    let w = cuzk_pce::porep::partition_witness(&c1, &id, &pce, k, cuzk_pce::porep::WitnessMode::from_env()?)?;
+    let witness_s = secs(t);
+    let t = Instant::now();
+    let e = pce.evaluate(&w.inputs, &w.aux)?;
+    let matvec_s = secs(t);
+    println!("PCE {pce_s:.1} s, witness {witness_s:.3} s, mat-vec {matvec_s:.3} s");
+    let t = Instant::now();
+    let srs = SRS::try_new(params_path.clone(), true)
+        .map_err(|e| anyhow::anyhow!("SupraSeal cannot read {}: {}", params_path.display(), String::from(e)))?;
+    let srs_load_s = secs(t);
+    println!("SupraSeal SRS from {}: {srs_load_s:.3} s", params_path.display());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+    let rs = [(Scalar::random(&mut rng), Scalar::random(&mut rng))];
+    let part = Assigned {
+        inputs: &w.inputs,
+        aux: &w.aux,
+        a: &e.a,
+        b: &e.b,
+        c: &e.c,
+        a_aux: &pce.a_aux_density,
+        b_input: &pce.b_input_density,
+        b_aux: &pce.b_aux_density,
+    };
+    let mut times = Vec::new();
+    let mut proofs = Vec::new();
+    for round in 0..args.repeats.max(1) {
+        let t = Instant::now();
+        let proof = supraseal_prove(std::slice::from_ref(&part), &rs, &srs)?;
+        times.push(secs(t));
+        println!("round {round}: SupraSeal GPU prover {:.3} s", times[round]);
+        proofs.push(proof);
+    }
+    let expected = match &args.expect {
+        Some(p) => {
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+                    .with_context(|| format!("{} is not JSON", p.display()))?;
+            let hex_proof = v["proof_hex"].as_str().with_context(|| format!("{} has no proof_hex", p.display()))?;
+            Some(hex::decode(hex_proof).with_context(|| format!("{}: proof_hex is not hex", p.display()))?)
+        }
+        None => None,
+    };
+    let report = PartitionReport {
+        c1: args.c1.display().to_string(),
+        synthetic: c1.synthetic,
+        partition: k,
+        params: params_path.display().to_string(),
+        threads: rayon::current_num_threads(),
+        constraints: pce.num_constraints,
+        pce_s,
+        witness_s,
+        matvec_s,
+        srs_load_s,
+        median_warm_supraseal_s: median(times.iter().skip(usize::from(times.len() > 1)).copied().collect()),
+        supraseal_s: times,
+        proofs_equal_across_rounds: proofs.iter().all(|p| *p == proofs[0]),
+        equal_to_expected: expected.as_ref().map(|x| *x == proofs[0]),
+        proof_hex: hex::encode(&proofs[0]),
+        peak_rss_bytes: mem::snapshot().peak_bytes,
+    };
+    println!(
+        "warm median SupraSeal GPU prover {:.3} s; proofs equal across rounds: {}; equal to cuzk's: {}",
+        report.median_warm_supraseal_s,
+        report.proofs_equal_across_rounds,
+        report.equal_to_expected.map_or("not compared".to_string(), |b| b.to_string())
+    );
+    if let Some(p) = &args.json {
+        write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
+    }
+    Ok(report.proofs_equal_across_rounds && report.equal_to_expected != Some(false))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn round_shaped<Tree: 'static + MerkleTreeTrait>(
     c1: &C1,

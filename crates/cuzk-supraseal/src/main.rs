@@ -38,6 +38,19 @@ struct Args {
     /// Write the report as JSON here (atomically).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Partition mode: prove only this partition with SupraSeal under the `.params` file
+    /// given by --params (e.g. the random 32 GiB SRS `cuzk bench partition --write-params`
+    /// wrote), fed by cuzk's witness and CPU mat-vec, with the (r, s) drawn from --seed as
+    /// `cuzk bench partition --rs-seed` draws it. No reference proof, no verify_seal (random
+    /// parameters never verify); with --expect, the proof must equal that report's.
+    #[arg(long, requires = "params")]
+    partition: Option<usize>,
+    /// The parameters file for partition mode.
+    #[arg(long)]
+    params: Option<PathBuf>,
+    /// A `cuzk bench partition --json` report whose proof SupraSeal's must equal.
+    #[arg(long, requires = "partition")]
+    expect: Option<PathBuf>,
 }
 
 /// Packs per-variable flags into 64-bit words, bit i in word i / 64 (bellperson's and the
@@ -66,7 +79,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     #[cfg(feature = "supraseal")]
     {
-        match harness::run(&args) {
+        let result = if args.partition.is_some() { harness::run_partition(&args) } else { harness::run(&args) };
+        match result {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),
             Err(e) => {
@@ -77,7 +91,7 @@ fn main() -> ExitCode {
     }
     #[cfg(not(feature = "supraseal"))]
     {
-        let _ = (&args.c1, args.repeats, args.seed, &args.json);
+        let _ = (&args.c1, args.repeats, args.seed, &args.json, args.partition, &args.params, &args.expect);
         eprintln!("error: cuzk-supraseal was built without SupraSeal; build it with `cargo xtask build --supraseal`");
         ExitCode::from(2)
     }

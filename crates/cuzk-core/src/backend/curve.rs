@@ -23,10 +23,14 @@ pub trait MsmPoint: PrimeCurveAffine<Scalar = blstrs::Scalar> + Send + Sync + 's
 
     /// `b`'s MSM over this group.
     fn msm_of(b: &dyn Backend) -> &dyn Msm<Self>;
+
+    /// `out[i] = points[i]` in affine form with one field inversion for the whole batch
+    /// (blst's; `group`'s default `batch_normalize` inverts once per point).
+    fn batch_to_affine(points: &[Self::Curve], out: &mut [Self]);
 }
 
 macro_rules! impl_point {
-    ($aff:ty, $proj:ty, $name:literal, $blst_aff:ty, $blst_proj:ty, $mult:ident, $scratch:ident, $add:ident) => {
+    ($aff:ty, $proj:ty, $name:literal, $blst_aff:ty, $blst_proj:ty, $mult:ident, $scratch:ident, $add:ident, $to_aff:ident) => {
         impl MsmPoint for $aff {
             const NAME: &'static str = $name;
 
@@ -61,6 +65,18 @@ macro_rules! impl_point {
                 b
             }
 
+            fn batch_to_affine(points: &[$proj], out: &mut [Self]) {
+                assert_eq!(points.len(), out.len(), "one output per point");
+                if points.is_empty() {
+                    return;
+                }
+                // A pointer followed by null: blst reads the points contiguously.
+                let pts = [points.as_ptr() as *const $blst_proj, std::ptr::null()];
+                // SAFETY: repr(transparent) types; blst reads points.len() points and writes as
+                // many affine points into `out`.
+                unsafe { blst::$to_aff(out.as_mut_ptr() as *mut $blst_aff, pts.as_ptr(), points.len()) }
+            }
+
             fn sum_refs(points: &[*const Self]) -> $proj {
                 let mut out = <$proj as group::Group>::identity();
                 if points.is_empty() {
@@ -89,7 +105,8 @@ impl_point!(
     blst::blst_p1,
     blst_p1s_mult_pippenger,
     blst_p1s_mult_pippenger_scratch_sizeof,
-    blst_p1s_add
+    blst_p1s_add,
+    blst_p1s_to_affine
 );
 impl_point!(
     G2Affine,
@@ -99,5 +116,6 @@ impl_point!(
     blst::blst_p2,
     blst_p2s_mult_pippenger,
     blst_p2s_mult_pippenger_scratch_sizeof,
-    blst_p2s_add
+    blst_p2s_add,
+    blst_p2s_to_affine
 );

@@ -1,0 +1,218 @@
+//! `cuzk bench partition`: one partition of a C1 proved at full size on one backend, for the
+//! sizes whose real parameters cannot be made here (32 GiB). The parameters are random points
+//! of exactly the layout the circuit needs ([`cuzk_core::random_srs`]), or a `.params` file;
+//! they can be written out so another prover (SupraSeal) runs on the very same SRS. The
+//! witness and the CPU mat-vec are computed once; the backend's own mat-vec is checked equal
+//! to the CPU's, value for value; then the partition is proved `reps` times with a, b, c
+//! handed over from the host and `reps` times with the backend evaluating the matrices itself,
+//! all with one (r, s), and every proof must be the same bytes. Proofs under random
+//! parameters do not verify, and a synthetic C1's circuit is not satisfied: this measures
+//! work, and checks agreement between paths, not validity.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar};
+use cuzk_core::backend::Backend;
+use cuzk_core::groth16::{self, Evals, MsmMode, ProveTimings, Witness};
+use cuzk_core::mem::{self, cpu_seconds};
+use cuzk_core::porep::c1::C1;
+use cuzk_core::porep::sector::SectorIdentity;
+use ff::Field;
+use rand::SeedableRng;
+use serde::Serialize;
+
+use crate::porep::{self, WitnessMode};
+use crate::prove::{densities, MatVecPlace};
+use crate::{PceError, Result};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub partition: usize,
+    /// Proofs per mat-vec place (the first of each is cold).
+    pub reps: usize,
+    /// Where the mat-vec runs, in the order measured.
+    pub places: Vec<MatVecPlace>,
+    /// Random parameters from this seed, unless `params` names a file to load.
+    pub srs_seed: u64,
+    pub params: Option<PathBuf>,
+    /// Write the parameters used here (and their `.vk` beside), atomically: to this file, or
+    /// under the official file names when it is a directory (so a later run can load them as
+    /// a parameter directory).
+    pub write_params: Option<PathBuf>,
+    /// Seed of the one (r, s) every proof uses.
+    pub rs_seed: u64,
+}
+
+/// One proof.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub matvec: MatVecPlace,
+    pub rep: usize,
+    /// The proving call: a, b, c given (host) or made by the backend (backend), to the proof.
+    pub seconds: f64,
+    pub timings: ProveTimings,
+    /// The backend's own stage log for this proof (device times), when it keeps one.
+    pub stages: Vec<(String, f64)>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartitionBench {
+    pub c1: String,
+    pub synthetic: bool,
+    pub partition: usize,
+    pub backend: String,
+    pub threads: usize,
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    pub nnz: usize,
+    pub domain_log2: u32,
+    pub pce_bytes: usize,
+    pub pce_seconds: f64,
+    pub witness_seconds: f64,
+    pub witness_cpu_seconds: f64,
+    pub cpu_matvec_seconds: f64,
+    pub cpu_matvec_cpu_seconds: f64,
+    /// Random parameters generated ("random, seed N") or loaded (the path).
+    pub srs_source: String,
+    pub srs_seconds: f64,
+    /// Bytes of the parameters as a `.params` file.
+    pub srs_file_bytes: usize,
+    pub params_write_seconds: Option<f64>,
+    /// The backend's mat-vec (downloaded) against the CPU's.
+    pub backend_matvec_seconds: f64,
+    pub backend_matvec_equal: bool,
+    pub runs: Vec<Run>,
+    /// Median of the warm proofs (all but the first) per mat-vec place.
+    pub median_host_matvec_seconds: Option<f64>,
+    pub median_backend_matvec_seconds: Option<f64>,
+    pub proofs_equal: bool,
+    pub proof_hex: String,
+    pub rss_after_srs_bytes: u64,
+    pub peak_rss_bytes: u64,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied()
+}
+
+/// Runs the benchmark; `stage_log` takes the backend's stage log (empty for the CPU).
+pub fn run(
+    c1: &C1,
+    id: &SectorIdentity,
+    backend: &dyn Backend,
+    o: &Options,
+    stage_log: &dyn Fn() -> Vec<(String, f64)>,
+) -> Result<PartitionBench> {
+    let t = Instant::now();
+    let (pce, _) = porep::shared(c1.registered_proof)?;
+    let pce_seconds = t.elapsed().as_secs_f64();
+    tracing::info!(pce_seconds, constraints = pce.num_constraints, "PCE ready");
+
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let w = porep::partition_witness(c1, id, &pce, o.partition, WitnessMode::from_env()?)?;
+    let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let host = pce.evaluate(&w.inputs, &w.aux)?;
+    let (cpu_matvec_seconds, cpu_matvec_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    tracing::info!(witness_seconds, cpu_matvec_seconds, "witness and CPU mat-vec done");
+
+    let d = densities(&pce);
+    let domain = cuzk_core::backend::domain_size(pce.num_constraints).map_err(|e| PceError::Witness(e.to_string()))?;
+    let layout = groth16::layout(pce.num_inputs, pce.num_aux, domain, &d);
+    let t = Instant::now();
+    let (params, srs_source): (Parameters<Bls12>, String) = match &o.params {
+        Some(p) => (cuzk_core::params::load_params(p)?.0, p.display().to_string()),
+        None => (cuzk_core::random_srs::random_params(&layout, o.srs_seed), format!("random, seed {}", o.srs_seed)),
+    };
+    let srs_seconds = t.elapsed().as_secs_f64();
+    groth16::check_layout(&params, pce.num_inputs, pce.num_aux, domain, &d)?;
+    let rss_after_srs_bytes = mem::snapshot().rss_bytes;
+    tracing::info!(srs_seconds, file_bytes = layout.file_bytes, "parameters ready ({srs_source})");
+    let target = match &o.write_params {
+        Some(dir) if dir.is_dir() => {
+            let official = cuzk_core::porep::setup::ParamPaths::for_proof(c1.registered_proof)?.params;
+            Some(dir.join(official.file_name().unwrap_or_default()))
+        }
+        other => other.clone(),
+    };
+    let params_write_seconds = match &target {
+        Some(p) => {
+            let t = Instant::now();
+            cuzk_core::params::write_params(p, &params)?;
+            cuzk_core::params::write_vk(&p.with_extension("vk"), &params.vk)?;
+            let s = t.elapsed().as_secs_f64();
+            tracing::info!(seconds = s, path = %p.display(), "parameters written");
+            Some(s)
+        }
+        None => None,
+    };
+
+    let t = Instant::now();
+    let dev = backend.mat_vec(&pce.matrices(), &w.inputs, &w.aux).map_err(|e| PceError::Witness(e.to_string()))?;
+    let backend_matvec_seconds = t.elapsed().as_secs_f64();
+    let backend_matvec_equal = dev == host;
+    drop(dev);
+    stage_log();
+    tracing::info!(backend_matvec_seconds, backend_matvec_equal, "backend mat-vec checked against the CPU's");
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(o.rs_seed);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let mut runs = Vec::new();
+    let mut proofs: Vec<Vec<u8>> = Vec::new();
+    for &place in &o.places {
+        for rep in 0..o.reps.max(1) {
+            let evals = match place {
+                MatVecPlace::Host => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
+                MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
+            };
+            let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
+            let t = Instant::now();
+            let (proof, timings) = groth16::prove(backend, &params, &d, wit, r, s, MsmMode::Split)?;
+            let seconds = t.elapsed().as_secs_f64();
+            let mut bytes = Vec::new();
+            proof.write(&mut bytes).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
+            proofs.push(bytes);
+            tracing::info!(?place, rep, seconds, "partition proved");
+            runs.push(Run { matvec: place, rep, seconds, timings, stages: stage_log() });
+            mem::malloc_trim();
+        }
+    }
+    let warm = |p: MatVecPlace| median(runs.iter().filter(|x| x.matvec == p && x.rep > 0).map(|x| x.seconds).collect());
+    Ok(PartitionBench {
+        c1: c1.path.display().to_string(),
+        synthetic: c1.synthetic,
+        partition: o.partition,
+        backend: backend.name().to_string(),
+        threads: rayon::current_num_threads(),
+        constraints: pce.num_constraints,
+        inputs: pce.num_inputs,
+        aux: pce.num_aux,
+        nnz: pce.nnz(),
+        domain_log2: domain.trailing_zeros(),
+        pce_bytes: pce.bytes(),
+        pce_seconds,
+        witness_seconds,
+        witness_cpu_seconds,
+        cpu_matvec_seconds,
+        cpu_matvec_cpu_seconds,
+        srs_source,
+        srs_seconds,
+        srs_file_bytes: layout.file_bytes,
+        params_write_seconds,
+        backend_matvec_seconds,
+        backend_matvec_equal,
+        median_host_matvec_seconds: warm(MatVecPlace::Host),
+        median_backend_matvec_seconds: warm(MatVecPlace::Backend),
+        proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
+        proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),
+        runs,
+        rss_after_srs_bytes,
+        peak_rss_bytes: mem::snapshot().peak_bytes,
+    })
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 8's full-size run on the GPU machine (nvidia-h200: 16 cores, 128 GiB, one H200), in
+# two parts that each fit the machine's 10-minute command limit. Part b needs the files part a
+# left under WORK, so it must run on the same (still warm) machine right after part a.
+#   PART=a BIN=path/to/cuzk SS=path/to/cuzk-supraseal bash scripts/gpu-32gib.sh OUTDIR
+#   PART=b ...same...
+# a: 2 KiB device checks (`bench partition` on cuda and on cpu with the same random SRS and
+#    (r, s): device mat-vec == CPU mat-vec, proofs equal across mat-vec places and across
+#    backends); a synthetic 32 GiB C1; `bench partition` on its partition 0 with the CUDA
+#    backend: PCE extraction, random SRS of the exact layout (written under the official
+#    file names into WORK/params), device mat-vec checked, 3 proofs with a, b, c from the
+#    host and 3 with the device mat-vec, all equal.
+# b: SupraSeal's prover on the same partition, SRS file and (r, s), its proof compared with
+#    cuzk's; then the pipeline on the whole synthetic sector (10 partitions), j = 2,
+#    --no-verify (a synthetic C1 never verifies), with its RSS trace.
+# Logs and JSON go to OUTDIR; the big files (C1, PCE cache, 44 GiB of parameters) to WORK.
+set -u
+BIN=${BIN:-.gpu/cuzk}
+SS=${SS:-.gpu/cuzk-supraseal}
+OUT=${1:?usage: PART=a|b gpu-32gib.sh OUTDIR}
+WORK=${WORK:-target/gpu-32gib}
+mkdir -p "$OUT" "$WORK/params"
+export CUZK_PCE_CACHE=$WORK/pce
+export FIL_PROOFS_PARAMETER_CACHE=$(cd "$WORK/params" && pwd)
+export RUST_LOG=${RUST_LOG:-info}
+TIME=()
+[ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
+step() {
+    local name=$1
+    shift
+    echo "== $(date -u +%T) $name: $*"
+    "${TIME[@]}" "$@" >"$OUT/$name.log" 2>&1
+    echo "rc=$?" >>"$OUT/$name.log"
+    grep -vE "^\s+(Page|Vol|Invol|Swap|File|Socket|Sig|Average|Minor|Major|Percent|Command|Exit|Elapsed|System|User)" "$OUT/$name.log" \
+        | grep -v "INFO" | tail -25
+}
+proof_of() { grep -o '"proof_hex": "[0-9a-f]*"' "$1" | head -1; }
+case ${PART:-a} in
+a)
+    { date -u; nproc; free -g; df -h .; nvidia-smi; } >"$OUT/machine.txt" 2>&1
+    head -5 "$OUT/machine.txt"
+    step p2k-cuda "$BIN" bench partition --c1 fixtures/2kib/c1.json --backend cuda --reps 2 --json "$OUT/p2k-cuda.json"
+    step p2k-cpu "$BIN" bench partition --c1 fixtures/2kib/c1.json --backend cpu --reps 1 --matvec host --json "$OUT/p2k-cpu.json"
+    if [ -n "$(proof_of "$OUT/p2k-cuda.json")" ] && [ "$(proof_of "$OUT/p2k-cuda.json")" = "$(proof_of "$OUT/p2k-cpu.json")" ]; then
+        echo "2 KiB: cuda proof == cpu proof: EQUAL" | tee "$OUT/p2k-compare.txt"
+    else
+        echo "2 KiB: cuda proof != cpu proof: DIFFERENT" | tee "$OUT/p2k-compare.txt"
+    fi
+    step gen32 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
+    step part32 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 3 --write-params "$WORK/params" --json "$OUT/partition-32.json"
+    cp "$OUT/partition-32.json" "$WORK/" 2>/dev/null
+    ls -la "$WORK/params" "$WORK/pce"; df -h .
+    ;;
+b)
+    params=$(ls "$WORK"/params/*.params | head -1)
+    step ss32 "$SS" --c1 "$WORK/c1/c1.json" --partition 0 --params "$params" --repeats 3 --expect "$WORK/partition-32.json" --json "$OUT/supraseal-32.json"
+    step pipe32 "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda --no-verify --num-proofs ${PIPE_N:-1} -j ${PIPE_J:-2} --warmup 0 --budget-gib ${BUDGET:-60} --json "$OUT/pipe32.json" --plot "$OUT/pipe32.svg"
+    ;;
+esac
+echo "== $(date -u +%T) done"
