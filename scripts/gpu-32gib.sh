@@ -11,8 +11,10 @@
 #    file names into WORK/params), device mat-vec checked, 3 proofs with a, b, c from the
 #    host and 3 with the device mat-vec, all equal.
 # b: SupraSeal's prover on the same partition, SRS file and (r, s), its proof compared with
-#    cuzk's; then the pipeline on the whole synthetic sector (10 partitions), j = 2,
-#    --no-verify (a synthetic C1 never verifies), with its RSS trace.
+#    cuzk's; then the pipeline on the whole synthetic sector (10 partitions), j = PIPE_J (2),
+#    PIPE_P (2) provers, mat-vec PIPE_MATVEC (auto), --no-verify (a synthetic C1 never
+#    verifies), with its RSS trace.
+# ab: a, then b's pipeline (no SupraSeal), in one command.
 # Logs and JSON go to OUTDIR; the big files (C1, PCE cache, 44 GiB of parameters) to WORK.
 set -u
 BIN=${BIN:-.gpu/cuzk}
@@ -35,8 +37,12 @@ step() {
         | grep -v "INFO" | tail -25
 }
 proof_of() { grep -o '"proof_hex": "[0-9a-f]*"' "$1" | head -1; }
+part_b_pipeline() {
+    step pipe32 "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda --no-verify --num-proofs ${PIPE_N:-1} -j ${PIPE_J:-2} \
+        --provers-per-device ${PIPE_P:-2} --matvec ${PIPE_MATVEC:-auto} --warmup 0 --budget-gib ${BUDGET:-60} --json "$OUT/pipe32.json" --plot "$OUT/pipe32.svg"
+}
 case ${PART:-a} in
-a)
+a | ab)
     { date -u; nproc; free -g; df -h .; nvidia-smi; } >"$OUT/machine.txt" 2>&1
     head -5 "$OUT/machine.txt"
     step p2k-cuda "$BIN" bench partition --c1 fixtures/2kib/c1.json --backend cuda --reps 2 --json "$OUT/p2k-cuda.json"
@@ -50,11 +56,12 @@ a)
     step part32 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 3 --write-params "$WORK/params" --json "$OUT/partition-32.json"
     cp "$OUT/partition-32.json" "$WORK/" 2>/dev/null
     ls -la "$WORK/params" "$WORK/pce"; df -h .
+    [ "${PART:-a}" = ab ] && part_b_pipeline
     ;;
 b)
     params=$(ls "$WORK"/params/*.params | head -1)
     step ss32 "$SS" --c1 "$WORK/c1/c1.json" --partition 0 --params "$params" --repeats 3 --expect "$WORK/partition-32.json" --json "$OUT/supraseal-32.json"
-    step pipe32 "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda --no-verify --num-proofs ${PIPE_N:-1} -j ${PIPE_J:-2} --warmup 0 --budget-gib ${BUDGET:-60} --json "$OUT/pipe32.json" --plot "$OUT/pipe32.svg"
+    part_b_pipeline
     ;;
 esac
 echo "== $(date -u +%T) done"

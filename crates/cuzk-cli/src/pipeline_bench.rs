@@ -76,7 +76,8 @@ pub struct PipelineArgs {
     no_verify: bool,
     /// Where a, b, c are computed: host (the CPU mat-vec stage) or device (the prover's
     /// backend: only the witness is uploaded, and a partition holds no host a, b, c).
-    #[arg(long, default_value = "host")]
+    /// auto: device on GPU backends, host on the CPU.
+    #[arg(long, default_value = "auto")]
     matvec: cuzk_pce::prove::MatVecPlace,
 }
 
@@ -214,8 +215,9 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
 
     let (pce, _) = cuzk_pce::porep::shared(rp)?;
     let static_rss = mark("after params + PCE load");
-    let ws = WorkingSet::at(&pce, a.matvec);
     let devices = make_devices(a.backend)?;
+    let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
+    let ws = WorkingSet::at(&pce, matvec);
     let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();
     let budget = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
     let mut cfg = Config::cpu(a.jobs, budget);

@@ -12,8 +12,8 @@ use std::time::Instant;
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::{
-    check_lengths, domain_size, gather, Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, MsmPoint,
-    Ntt, NttKind, ScalarSplit,
+    check_lengths, domain_size, gather, ones_bitmap_split, Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices,
+    Msm, MsmPoint, Ntt, NttKind,
 };
 use ff::{Field, PrimeField};
 
@@ -355,6 +355,11 @@ impl CudaBackend {
             }
             map[i / 32] |= 1 << (i % 32);
         }
+        self.sum_bitmap_gpu(bases, &map, indices.len())
+    }
+
+    /// `Σ bases[i]` over the set bits of `map` (bit i of word i/32), on the resident bases.
+    fn sum_bitmap_gpu<P: GpuCurve>(&self, bases: &[P], map: &[u32], count: usize) -> BackendResult<P::Curve> {
         let r = self.resident(bases)?;
         let mut out = P::RawProj::default();
         let t;
@@ -365,7 +370,7 @@ impl CudaBackend {
             call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) })
                 .map_err(dev_err)?;
         }
-        log(format!("bitmap sum {} ({} of {})", P::NAME, indices.len(), bases.len()), t.elapsed().as_secs_f64());
+        log(format!("bitmap sum {} ({count} of {})", P::NAME, bases.len()), t.elapsed().as_secs_f64());
         Ok(P::from_raw(out))
     }
 
@@ -462,12 +467,19 @@ impl CudaBackend {
 
     fn split_gpu<P: GpuCurve>(&self, bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
         check_lengths(bases.len(), scalars.len())?;
-        let split = ScalarSplit::of(scalars);
-        let ones = self.sum_gpu(bases, &split.ones)?;
-        if split.general.is_empty() {
+        if bases.len() < RESIDENT_FROM {
+            return P::msm_of(&self.cpu).msm_split(bases, scalars);
+        }
+        // One parallel pass makes the ones' bitmap and the general indices.
+        let t = Instant::now();
+        let (map, general) = ones_bitmap_split(scalars);
+        log(format!("split {} scalars into a ones bitmap + {} general (host)", scalars.len(), general.len()), t.elapsed().as_secs_f64());
+        let count = map.iter().map(|w| w.count_ones() as usize).sum();
+        let ones = self.sum_bitmap_gpu(bases, &map, count)?;
+        if general.is_empty() {
             return Ok(ones);
         }
-        let (gb, gs) = gather(bases, scalars, &split.general);
+        let (gb, gs) = gather(bases, scalars, &general);
         Ok(ones + self.msm_gpu(&gb, &gs, false)?)
     }
 

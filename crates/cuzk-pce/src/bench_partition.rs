@@ -165,11 +165,11 @@ pub fn run(
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let mut runs = Vec::new();
     let mut proofs: Vec<Vec<u8>> = Vec::new();
-    for &place in &o.places {
+    for place in o.places.iter().map(|p| p.resolve(&[backend.name()])) {
         for rep in 0..o.reps.max(1) {
             let evals = match place {
-                MatVecPlace::Host => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
                 MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
+                _ => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
             };
             let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
             let t = Instant::now();

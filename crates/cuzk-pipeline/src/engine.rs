@@ -104,7 +104,7 @@ impl Config {
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
             mode: MsmMode::Split,
-            matvec: MatVecPlace::Host,
+            matvec: MatVecPlace::Auto,
             on_device_error: DeviceErrorPolicy::Fail,
             sample_period: Duration::from_millis(100),
             trace: None,
@@ -123,13 +123,13 @@ pub struct WorkingSet {
 }
 
 impl WorkingSet {
-    /// The working set with a, b, c made where `place` says (none on the host for the
-    /// backend's mat-vec).
+    /// The working set with a, b, c made where `place` (resolved) says (none on the host for
+    /// the backend's mat-vec).
     pub fn at(pce: &PreCompiledCircuit, place: MatVecPlace) -> Self {
         let ws = Self::of(pce);
         match place {
-            MatVecPlace::Host => ws,
             MatVecPlace::Backend => WorkingSet { abc: 0, ..ws },
+            _ => ws,
         }
     }
 
@@ -300,7 +300,7 @@ impl Engine {
             std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
         };
 
-        let matvec = cfg.matvec;
+        let matvec = cfg.matvec.resolve(&cfg.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
         // Parse.
         {
             let (trace, reg, done_tx) = (trace.clone(), reg.clone(), done_tx.clone());
@@ -403,7 +403,7 @@ impl Engine {
                         }
                         let eval = match matvec {
                             MatVecPlace::Backend => Ok(None),
-                            MatVecPlace::Host => trace.record("mat-vec", c.id, c.k, &lane, "", || {
+                            _ => trace.record("mat-vec", c.id, c.k, &lane, "", || {
                                 guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(e.to_string())))
                             }),
                         };

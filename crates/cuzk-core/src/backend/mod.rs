@@ -96,6 +96,33 @@ impl ScalarSplit {
     }
 }
 
+/// The 0/1 split in the form a device consumes, made in one parallel pass over the scalars:
+/// a bitmap of the scalars equal to 1 (bit i of 32-bit word i/32) and the ascending indices
+/// of the scalars that are neither 0 nor 1. Each block of the pass owns its own bitmap words,
+/// so no index list of the ones is ever built.
+pub fn ones_bitmap_split(scalars: &[Scalar]) -> (Vec<u32>, Vec<u32>) {
+    use rayon::prelude::*;
+    const BLOCK: usize = 1 << 16; // a multiple of 32
+    let mut map = vec![0u32; scalars.len().div_ceil(32)];
+    let general: Vec<Vec<u32>> = scalars
+        .par_chunks(BLOCK)
+        .zip(map.par_chunks_mut(BLOCK / 32))
+        .enumerate()
+        .map(|(b, (chunk, words))| {
+            let mut general = Vec::new();
+            for (k, x) in chunk.iter().enumerate() {
+                if *x == Scalar::ONE {
+                    words[k / 32] |= 1 << (k % 32);
+                } else if !bool::from(x.is_zero()) {
+                    general.push((b * BLOCK + k) as u32);
+                }
+            }
+            general
+        })
+        .collect();
+    (map, general.concat())
+}
+
 /// Variable-base MSM over one group.
 pub trait Msm<P: MsmPoint>: Send + Sync {
     /// `Σ scalars[i] · bases[i]`; the two slices have equal length.
@@ -196,6 +223,26 @@ pub fn quotient_then_msm_h<B: Backend + ?Sized>(
     Ok((Msm::<G1Affine>::msm(backend, h_bases, &h)?, q))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn the_bitmap_split_agrees_with_the_index_split() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        for n in [0usize, 1, 31, 32, 33, (1 << 16) + 77, 3 << 16] {
+            let s = conformance::edge_scalars(&mut rng, n);
+            let (map, general) = ones_bitmap_split(&s);
+            let want = ScalarSplit::of(&s);
+            assert_eq!(map.len(), n.div_ceil(32));
+            let ones: Vec<u32> = (0..n as u32).filter(|&i| map[i as usize / 32] >> (i % 32) & 1 == 1).collect();
+            assert_eq!(ones, want.ones, "n {n}: ones");
+            assert_eq!(general, want.general, "n {n}: general");
+        }
+    }
+}
+
 /// The smallest power of two holding `len` values (at least 1), or an error past 2^32.
 pub fn domain_size(len: usize) -> BackendResult<usize> {
     let n = len.max(1).next_power_of_two();
@@ -206,8 +253,9 @@ pub fn domain_size(len: usize) -> BackendResult<usize> {
 }
 
 /// The bases and scalars at `indices` (the general part of a split MSM).
-pub fn gather<P: Copy>(bases: &[P], scalars: &[Scalar], indices: &[u32]) -> (Vec<P>, Vec<Scalar>) {
-    indices.iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip()
+pub fn gather<P: Copy + Send + Sync>(bases: &[P], scalars: &[Scalar], indices: &[u32]) -> (Vec<P>, Vec<Scalar>) {
+    use rayon::prelude::*;
+    indices.par_iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip()
 }
 
 pub fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
