@@ -9,7 +9,10 @@
 #    backends); a synthetic 32 GiB C1; `bench partition` on its partition 0 with the CUDA
 #    backend: PCE extraction, random SRS of the exact layout (written under the official
 #    file names into WORK/params), device mat-vec checked, 3 proofs with a, b, c from the
-#    host and 3 with the device mat-vec, all equal.
+#    host and 3 with the device mat-vec, all equal; each under both H-step schedules
+#    (OVERLAP, default on,off: the H step beside the other MSMs, or before them).
+#    MATVEC (default host,device) picks the mat-vec places measured.
+#    WRITE_PARAMS=0 skips writing the parameters (only SupraSeal, part b, needs them).
 # b: SupraSeal's prover on the same partition, SRS file and (r, s), its proof compared with
 #    cuzk's; then the pipeline on the whole synthetic sector (10 partitions), j = PIPE_J (2),
 #    PIPE_P (2) provers, mat-vec PIPE_MATVEC (auto), --no-verify (a synthetic C1 never
@@ -53,7 +56,9 @@ a | ab)
         echo "2 KiB: cuda proof != cpu proof: DIFFERENT" | tee "$OUT/p2k-compare.txt"
     fi
     step gen32 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
-    step part32 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 3 --write-params "$WORK/params" --json "$OUT/partition-32.json"
+    WP=()
+    [ "${WRITE_PARAMS:-1}" = 1 ] && WP=(--write-params "$WORK/params")
+    step part32 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 3 "${WP[@]}" --matvec "${MATVEC:-host,device}" --overlap "${OVERLAP:-on,off}" --json "$OUT/partition-32.json"
     cp "$OUT/partition-32.json" "$WORK/" 2>/dev/null
     ls -la "$WORK/params" "$WORK/pce"; df -h .
     [ "${PART:-a}" = ab ] && part_b_pipeline

@@ -122,6 +122,20 @@ impl WitnessArg {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
     /// CUDA when this build has it and a device is present, else the CPU (one log line says why).
@@ -396,6 +410,12 @@ enum BenchCmd {
         /// device (the backend's own mat-vec).
         #[arg(long, value_delimiter = ',', default_value = "host,device")]
         matvec: Vec<cuzk_pce::prove::MatVecPlace>,
+        /// H-step schedules to measure, in order: on (mat-vec, quotient and H MSM on their own
+        /// thread beside the other four MSMs, whose host work then hides behind the device's
+        /// H MSM) and/or off (the H step first). Default: the backend's own choice (on for
+        /// cuda, off for cpu).
+        #[arg(long, value_delimiter = ',')]
+        overlap: Vec<OnOff>,
         /// Seed of the random parameters.
         #[arg(long, default_value_t = 1)]
         srs_seed: u64,
@@ -968,13 +988,14 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::Partition { c1, sector, backend, partition, reps, matvec, srs_seed, params: params_in, write_params, rs_seed, json } => {
+        BenchCmd::Partition { c1, sector, backend, partition, reps, matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
             if c1.synthetic {
                 println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
             }
             let backend = make_backend(backend)?;
-            let o = cuzk_pce::bench_partition::Options { partition, reps, places: matvec, srs_seed, params: params_in, write_params, rs_seed };
+            let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
+            let o = cuzk_pce::bench_partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
             let r = cuzk_pce::bench_partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
             let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
             println!(
@@ -992,14 +1013,19 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             for run in &r.runs {
                 let t = &run.timings;
                 println!(
-                    "  prove (mat-vec {:?}) rep {}: {:>7.3} s = mat-vec {:.3} + quotient {:.3} + msm h {:.3} l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}",
-                    run.matvec, run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
-                    t.msm_l.as_secs_f64(), t.msm_a.as_secs_f64(), t.msm_b_g1.as_secs_f64(), t.msm_b_g2.as_secs_f64()
+                    "  prove (mat-vec {:?}, overlap {}) rep {}: {:>7.3} s; mat-vec {:.3} quotient {:.3} msm h {:.3} | l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}{}",
+                    run.matvec, on_off(run.overlap), run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
+                    t.msm_l.as_secs_f64(), t.msm_a.as_secs_f64(), t.msm_b_g1.as_secs_f64(), t.msm_b_g2.as_secs_f64(),
+                    if run.overlap { " (after | beside the H step, waits included)" } else { "" }
                 );
+            }
+            for m in &r.medians {
+                println!("  warm median, mat-vec {:?}, overlap {}: {}", m.matvec, on_off(m.overlap), m.seconds.map_or("-".into(), |v| format!("{v:.3} s")));
             }
             let show = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
             println!(
-                "  warm medians: a, b, c from the host {}; mat-vec on the backend {}",
+                "  warm medians (overlap {}): a, b, c from the host {}; mat-vec on the backend {}",
+                on_off(r.median_overlap),
                 show(r.median_host_matvec_seconds),
                 show(r.median_backend_matvec_seconds)
             );

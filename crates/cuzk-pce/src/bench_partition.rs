@@ -5,7 +5,8 @@
 //! witness and the CPU mat-vec are computed once; the backend's own mat-vec is checked equal
 //! to the CPU's, value for value; then the partition is proved `reps` times with a, b, c
 //! handed over from the host and `reps` times with the backend evaluating the matrices itself,
-//! all with one (r, s), and every proof must be the same bytes. Proofs under random
+//! all with one (r, s), and every proof must be the same bytes; each of those under every
+//! H-step schedule asked for (the H step beside the other MSMs, or before them). Proofs under random
 //! parameters do not verify, and a synthetic C1's circuit is not satisfied: this measures
 //! work, and checks agreement between paths, not validity.
 
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
+use cuzk_core::backend::schedule::Scheduled;
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, Evals, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::{self, cpu_seconds};
@@ -35,6 +37,9 @@ pub struct Options {
     pub reps: usize,
     /// Where the mat-vec runs, in the order measured.
     pub places: Vec<MatVecPlace>,
+    /// H-step schedules to measure (true: beside the other MSMs; see
+    /// [`Backend::overlap_h`]); empty: the backend's own choice only.
+    pub overlap: Vec<bool>,
     /// Random parameters from this seed, unless `params` names a file to load.
     pub srs_seed: u64,
     pub params: Option<PathBuf>,
@@ -50,6 +55,8 @@ pub struct Options {
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
     pub matvec: MatVecPlace,
+    /// The H step ran beside the other MSMs.
+    pub overlap: bool,
     pub rep: usize,
     /// The proving call: a, b, c given (host) or made by the backend (backend), to the proof.
     pub seconds: f64,
@@ -87,13 +94,29 @@ pub struct PartitionBench {
     pub backend_matvec_seconds: f64,
     pub backend_matvec_equal: bool,
     pub runs: Vec<Run>,
-    /// Median of the warm proofs (all but the first) per mat-vec place.
+    /// The backend's own H-step schedule ([`Backend::overlap_h`]).
+    pub backend_overlaps: bool,
+    /// The schedule of the two medians below: the backend's own when it was measured, else
+    /// the first measured.
+    pub median_overlap: bool,
+    /// Median of the warm proofs (all but the first of each kind) per mat-vec place, under
+    /// `median_overlap`.
     pub median_host_matvec_seconds: Option<f64>,
     pub median_backend_matvec_seconds: Option<f64>,
+    /// The same medians for every (place, schedule) measured.
+    pub medians: Vec<Median>,
     pub proofs_equal: bool,
     pub proof_hex: String,
     pub rss_after_srs_bytes: u64,
     pub peak_rss_bytes: u64,
+}
+
+/// The warm median of one (mat-vec place, schedule).
+#[derive(Clone, Debug, Serialize)]
+pub struct Median {
+    pub matvec: MatVecPlace,
+    pub overlap: bool,
+    pub seconds: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -165,25 +188,37 @@ pub fn run(
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let mut runs = Vec::new();
     let mut proofs: Vec<Vec<u8>> = Vec::new();
-    for place in o.places.iter().map(|p| p.resolve(&[backend.name()])) {
-        for rep in 0..o.reps.max(1) {
-            let evals = match place {
-                MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
-                _ => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
-            };
-            let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
-            let t = Instant::now();
-            let (proof, timings) = groth16::prove(backend, &params, &d, wit, r, s, MsmMode::Split)?;
-            let seconds = t.elapsed().as_secs_f64();
-            let mut bytes = Vec::new();
-            proof.write(&mut bytes).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
-            proofs.push(bytes);
-            tracing::info!(?place, rep, seconds, "partition proved");
-            runs.push(Run { matvec: place, rep, seconds, timings, stages: stage_log() });
-            mem::malloc_trim();
+    let own = backend.overlap_h();
+    let schedules = if o.overlap.is_empty() { vec![own] } else { o.overlap.clone() };
+    let places: Vec<MatVecPlace> = o.places.iter().map(|p| p.resolve(&[backend.name()])).collect();
+    for &overlap in &schedules {
+        let scheduled = Scheduled::new(backend, overlap);
+        for &place in &places {
+            for rep in 0..o.reps.max(1) {
+                let evals = match place {
+                    MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
+                    _ => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
+                };
+                let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
+                let t = Instant::now();
+                let (proof, timings) = groth16::prove(&scheduled, &params, &d, wit, r, s, MsmMode::Split)?;
+                let seconds = t.elapsed().as_secs_f64();
+                let mut bytes = Vec::new();
+                proof.write(&mut bytes).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
+                proofs.push(bytes);
+                tracing::info!(?place, overlap, rep, seconds, "partition proved");
+                runs.push(Run { matvec: place, overlap, rep, seconds, timings, stages: stage_log() });
+                mem::malloc_trim();
+            }
         }
     }
-    let warm = |p: MatVecPlace| median(runs.iter().filter(|x| x.matvec == p && x.rep > 0).map(|x| x.seconds).collect());
+    let warm = |p: MatVecPlace, o: bool| median(runs.iter().filter(|x| x.matvec == p && x.overlap == o && x.rep > 0).map(|x| x.seconds).collect());
+    let main = if schedules.contains(&own) { own } else { schedules[0] };
+    let medians = schedules
+        .iter()
+        .flat_map(|&o| places.iter().map(move |&p| (p, o)))
+        .map(|(matvec, overlap)| Median { matvec, overlap, seconds: warm(matvec, overlap) })
+        .collect();
     Ok(PartitionBench {
         c1: c1.path.display().to_string(),
         synthetic: c1.synthetic,
@@ -207,8 +242,11 @@ pub fn run(
         params_write_seconds,
         backend_matvec_seconds,
         backend_matvec_equal,
-        median_host_matvec_seconds: warm(MatVecPlace::Host),
-        median_backend_matvec_seconds: warm(MatVecPlace::Backend),
+        backend_overlaps: own,
+        median_overlap: main,
+        median_host_matvec_seconds: warm(MatVecPlace::Host, main),
+        median_backend_matvec_seconds: warm(MatVecPlace::Backend, main),
+        medians,
         proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
         proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),
         runs,

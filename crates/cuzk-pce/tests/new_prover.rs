@@ -101,8 +101,13 @@ fn parameters_of_another_circuit_are_refused() {
 
 #[test]
 fn the_backends_own_mat_vec_gives_bellpersons_proof_too() {
+    use cuzk_core::backend::schedule::Scheduled;
+    use cuzk_core::backend::Backend;
     use cuzk_pce::prove::{prove_witness, MatVecPlace};
+    // Overlapped, the H step runs on its own thread beside the other MSMs: the schedule the
+    // CUDA backend asks for.
     let cpu = CpuBackend::new();
+    let backends = [Scheduled::new(&cpu, false), Scheduled::new(&cpu, true)];
     let tracer = StageTracer::new();
     for seed in 0..3u64 {
         let circuit = RandomCircuit::new(seed + 20, 500, 700);
@@ -112,11 +117,17 @@ fn the_backends_own_mat_vec_gives_bellpersons_proof_too() {
         let mut rng = ChaCha8Rng::seed_from_u64(seed + 3);
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
-        for place in [MatVecPlace::Host, MatVecPlace::Backend] {
+        for (backend, place) in backends.iter().flat_map(|b| [(b, MatVecPlace::Host), (b, MatVecPlace::Backend)]) {
+            let overlap = backend.overlap_h();
             let mut t = Timings::default();
-            let got = prove_witness(&cpu, &pce, &params, &w, r, s, MsmMode::Split, place, &tracer, &mut t).unwrap();
-            assert_eq!(bytes(&got), bytes(&want), "seed {seed}, mat-vec {place:?}: proof differs from bellperson's");
+            let got = prove_witness(backend, &pce, &params, &w, r, s, MsmMode::Split, place, &tracer, &mut t).unwrap();
+            assert_eq!(bytes(&got), bytes(&want), "seed {seed}, mat-vec {place:?}, overlap {overlap}: proof differs from bellperson's");
             assert!(t.prover.matvec.is_zero() == (place == MatVecPlace::Host), "{place:?}: the backend's mat-vec time");
+            let rows: std::time::Duration = t.prover.rows().iter().map(|r| r.1).sum();
+            assert!(!t.prover.wall.is_zero() && t.prover.total() == t.prover.wall, "the wall time is the total: {:?}", t.prover);
+            if !overlap {
+                assert!(t.prover.wall >= rows, "sequential: the wall time covers the rows ({:?} < {rows:?})", t.prover.wall);
+            }
         }
     }
 }

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
+use blstrs::{G1Affine, G1Projective, Scalar};
 use ff::Field;
 use group::Group;
 
-use super::{Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, MsmPoint, Ntt, NttKind};
+use super::{Backend, BackendError, BackendResult};
 
 /// What an injected fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,46 +95,21 @@ impl FaultyBackend {
     }
 }
 
-fn msm_of<P: MsmPoint>(b: &dyn Backend) -> &dyn Msm<P> {
-    P::msm_of(b)
-}
-
-macro_rules! pass_msm {
-    ($p:ty) => {
-        impl Msm<$p> for FaultyBackend {
-            fn msm(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
-                msm_of::<$p>(self.inner.as_ref()).msm(bases, scalars)
-            }
-            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
-                msm_of::<$p>(self.inner.as_ref()).sum_selected(bases, indices)
-            }
-            fn msm_split(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
-                msm_of::<$p>(self.inner.as_ref()).msm_split(bases, scalars)
-            }
-        }
-    };
-}
-pass_msm!(G1Affine);
-pass_msm!(G2Affine);
-
-impl Ntt for FaultyBackend {
-    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-        self.inner.ntt(data, kind)
-    }
-    fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
-        self.inner.quotient(a, b, c)
+impl FaultyBackend {
+    fn inner(&self) -> &dyn Backend {
+        self.inner.as_ref()
     }
 }
 
-impl MatVec for FaultyBackend {
-    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
-        self.inner.mat_vec(m, inputs, aux)
-    }
-}
+pass_through!(FaultyBackend, inner);
 
 impl Backend for FaultyBackend {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn overlap_h(&self) -> bool {
+        self.inner.overlap_h()
     }
 
     fn quotient_msm_h(
@@ -166,6 +141,7 @@ impl Backend for FaultyBackend {
 mod tests {
     use super::*;
     use crate::backend::cpu::CpuBackend;
+    use crate::backend::Msm;
     use rand::SeedableRng;
 
     #[test]

@@ -5,11 +5,57 @@
 //! `cuzk-gpu` plugs its CUDA implementation in behind the same traits, and [`conformance`]
 //! is the one test suite every implementation must pass.
 
+/// Implements [`Msm`] (G1 and G2), [`Ntt`] and [`MatVec`] for a wrapper type by passing every
+/// call to the backend that `$inner` (a method of the wrapper) returns.
+macro_rules! pass_through {
+    ($t:ty, $inner:ident) => {
+        pass_through!(@msm $t, $inner, blstrs::G1Affine);
+        pass_through!(@msm $t, $inner, blstrs::G2Affine);
+        impl $crate::backend::Ntt for $t {
+            fn ntt(&self, data: &mut [blstrs::Scalar], kind: $crate::backend::NttKind) -> $crate::backend::BackendResult<()> {
+                self.$inner().ntt(data, kind)
+            }
+            fn quotient(
+                &self,
+                a: Vec<blstrs::Scalar>,
+                b: Vec<blstrs::Scalar>,
+                c: Vec<blstrs::Scalar>,
+            ) -> $crate::backend::BackendResult<Vec<blstrs::Scalar>> {
+                self.$inner().quotient(a, b, c)
+            }
+        }
+        impl $crate::backend::MatVec for $t {
+            fn mat_vec(
+                &self,
+                m: &$crate::backend::Matrices,
+                inputs: &[blstrs::Scalar],
+                aux: &[blstrs::Scalar],
+            ) -> $crate::backend::BackendResult<$crate::backend::Evaluations> {
+                self.$inner().mat_vec(m, inputs, aux)
+            }
+        }
+    };
+    (@msm $t:ty, $inner:ident, $p:ty) => {
+        impl $crate::backend::Msm<$p> for $t {
+            fn msm(&self, bases: &[$p], scalars: &[blstrs::Scalar]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm(bases, scalars)
+            }
+            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).sum_selected(bases, indices)
+            }
+            fn msm_split(&self, bases: &[$p], scalars: &[blstrs::Scalar]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+                <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm_split(bases, scalars)
+            }
+        }
+    };
+}
+
 pub mod conformance;
 pub mod cpu;
 pub mod fault;
 pub mod curve;
 pub mod ntt;
+pub mod schedule;
 pub mod sparse;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -176,6 +222,15 @@ pub trait Ntt: Send + Sync {
 pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// Short name for logs and reports ("cpu", "cuda").
     fn name(&self) -> &str;
+
+    /// Whether the prover should run the H step (mat-vec, quotient, H MSM) on its own thread
+    /// beside the other four MSMs. Worth it when the H step is device time and the others
+    /// begin with host work (density selection, the ones/general split): that host work then
+    /// hides behind the device's H MSM. Off by default: on the CPU both sides compete for the
+    /// same cores.
+    fn overlap_h(&self) -> bool {
+        false
+    }
 
     /// `Σ h[i]·h_bases[i]` for the quotient `h` of a, b, c, with the time the quotient took.
     /// A device backend overrides this to keep `h` in device memory between the two steps.
