@@ -1,21 +1,24 @@
 //! `cargo xtask ...`: the project's own automation. `demo` builds the release binary and
 //! proves the bundled 2 KiB sector (making test parameters on first run); `test` runs the
-//! whole test suite exactly as CI does; `bench-params` reruns the parameter-generation
+//! whole test suite as CI does; `bench-params` reruns the parameter-generation
 //! benchmark; `cuda-setup` installs the pinned CUDA 13.0 toolkit wheels into a virtualenv under
 //! target/ (idempotent); `build --cuda` builds `cuzk` with the CUDA backend; `cuda-check`
-//! compiles the CUDA code of the workspace (what CI runs, no GPU needed); `build --supraseal`
-//! builds the SupraSeal side-by-side harness; `gpu-pack` builds both GPU binaries and packs
-//! everything the GPU check needs into one folder.
+//! compiles the CUDA code and tests of the workspace (what CI runs, no GPU needed);
+//! `check-deps` fails if a generic crate depends on the Filecoin crates (see check_deps.rs);
+//! `build --supraseal` builds the SupraSeal side-by-side harness; `gpu-pack` builds both GPU
+//! binaries and packs everything the GPU check needs into one folder.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+mod check_deps;
+
 const USAGE: &str = "usage: cargo xtask <command> [args]
 
   demo          build cuzk in release mode and prove + verify the bundled 2 KiB sector
-  test          run the whole test suite (what .ci/run runs)
+  test          run the whole test suite (`cargo test --workspace`, one of the .ci/run steps)
   bench-params  cuzk vs bellperson parameter generation for 2 KiB, JSON to docs/bench/
   cuda-setup    install the pinned CUDA 13.0 wheels (xtask/cuda-requirements.txt) into
                 target/cuda-venv; prints the CUDA_HOME it made. Idempotent.
@@ -24,8 +27,11 @@ const USAGE: &str = "usage: cargo xtask <command> [args]
   build --supraseal
                 build the SupraSeal side-by-side harness `cuzk-supraseal` (release, links
                 supraseal-c2), copied to target/cuda-bin/cuzk-supraseal
-  cuda-check    compile the CUDA code (cuzk-gpu with feature cuda, the SupraSeal harness),
-                nvcc included, no GPU needed
+  cuda-check    compile the CUDA code (cuzk-gpu with feature cuda, the SupraSeal harness)
+                and cuzk-gpu's CUDA tests (not run), nvcc included, no GPU needed
+  check-deps    fail if cuzk-core, -witness, -pce, -gpu or -pipeline depends (normal or build
+                dependency, directly or not) on filecoin-proofs(-api), filecoin-hashers or
+                storage-proofs-*; prints a dependency path for each
   gpu-pack      build --cuda and --supraseal, then pack target/gpu-pack/ (binaries, fixture,
                 gpu-check.sh) for the GPU machine: run `bash target/gpu-pack/gpu-check.sh OUTDIR`
                 there";
@@ -47,7 +53,8 @@ fn run(mut c: Command) -> Result<()> {
 /// the toolkit root (`.../site-packages/nvidia/cu13`).
 fn cuda_setup(root: &Path) -> Result<PathBuf> {
     let req = root.join("xtask/cuda-requirements.txt");
-    let pins = std::fs::read_to_string(&req).with_context(|| format!("reading {}", req.display()))?;
+    let pins =
+        std::fs::read_to_string(&req).with_context(|| format!("reading {}", req.display()))?;
     let venv = root.join("target/cuda-venv");
     let stamp = venv.join("cuzk-cuda-pins.txt");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pins.as_str()) {
@@ -58,7 +65,15 @@ fn cuda_setup(root: &Path) -> Result<PathBuf> {
             run(c).context("making the CUDA virtualenv (needs python3 with venv)")?;
         }
         let mut c = Command::new(venv.join("bin/pip"));
-        c.args(["install", "--quiet", "--disable-pip-version-check", "--no-deps", "--require-hashes", "-r"]).arg(&req);
+        c.args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+        ])
+        .arg(&req);
         run(c).context("installing the pinned CUDA wheels (needs network access to PyPI)")?;
         std::fs::write(venv.join("cuzk-cuda-pins.txt.tmp"), &pins)?;
         std::fs::rename(venv.join("cuzk-cuda-pins.txt.tmp"), &stamp)?;
@@ -76,8 +91,15 @@ fn cuda_setup(root: &Path) -> Result<PathBuf> {
 /// A cargo command with the CUDA toolkit of `home` in its environment.
 fn cuda_cargo(home: &Path) -> Command {
     let mut c = cargo();
-    let path = format!("{}:{}", home.join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    c.env("CUDA_HOME", home).env("CUDA_PATH", home).env("PATH", path).env("LIBRARY_PATH", home.join("lib"));
+    let path = format!(
+        "{}:{}",
+        home.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env("CUDA_HOME", home)
+        .env("CUDA_PATH", home)
+        .env("PATH", path)
+        .env("LIBRARY_PATH", home.join("lib"));
     c
 }
 
@@ -86,7 +108,8 @@ fn cuda_cargo(home: &Path) -> Command {
 fn build_cuda_bin(root: &Path, package: &str, feature: &str, bin: &str) -> Result<PathBuf> {
     let home = cuda_setup(root)?;
     let mut c = cuda_cargo(&home);
-    c.current_dir(root).args(["build", "--release", "-p", package, "--features", feature]);
+    c.current_dir(root)
+        .args(["build", "--release", "-p", package, "--features", feature]);
     run(c)?;
     let dir = root.join("target/cuda-bin");
     std::fs::create_dir_all(&dir)?;
@@ -114,12 +137,17 @@ fn gpu_pack(root: &Path) -> Result<()> {
     std::fs::copy(&bin, tmp.join("cuzk"))?;
     std::fs::copy(&harness, tmp.join("cuzk-supraseal"))?;
     let mut c = Command::new("cp");
-    c.arg("-r").arg(root.join("fixtures/2kib")).arg(tmp.join("fixtures/2kib"));
+    c.arg("-r")
+        .arg(root.join("fixtures/2kib"))
+        .arg(tmp.join("fixtures/2kib"));
     run(c)?;
     std::fs::copy(root.join("xtask/gpu-check.sh"), tmp.join("gpu-check.sh"))?;
     let _ = std::fs::remove_dir_all(&pack);
     std::fs::rename(&tmp, &pack)?;
-    println!("packed {} (carry it to the GPU machine and run: bash gpu-check.sh OUTDIR)", pack.display());
+    println!(
+        "packed {} (carry it to the GPU machine and run: bash gpu-check.sh OUTDIR)",
+        pack.display()
+    );
     Ok(())
 }
 
@@ -127,25 +155,42 @@ fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let cmd = args.next().unwrap_or_default();
     let rest: Vec<String> = args.collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()?;
     match cmd.as_str() {
         "demo" => {
             let mut c = cargo();
-            c.current_dir(&root).args(["run", "--release", "-p", "cuzk-cli", "--", "demo"]).args(&rest);
+            c.current_dir(&root)
+                .args(["run", "--release", "-p", "cuzk-cli", "--", "demo"])
+                .args(&rest);
             run(c)
         }
         "test" => {
             let mut c = cargo();
-            c.current_dir(&root).args(["test", "--workspace"]).args(&rest);
+            c.current_dir(&root)
+                .args(["test", "--workspace"])
+                .args(&rest);
             run(c)
         }
         "bench-params" => {
             std::fs::create_dir_all(root.join("docs/bench"))?;
             let mut c = cargo();
-            c.current_dir(&root).args([
-                "run", "--release", "-p", "cuzk-cli", "--", "bench", "params", "--sector-size", "2KiB",
-                "--json", "docs/bench/params-2kib.json",
-            ]).args(&rest);
+            c.current_dir(&root)
+                .args([
+                    "run",
+                    "--release",
+                    "-p",
+                    "cuzk-cli",
+                    "--",
+                    "bench",
+                    "params",
+                    "--sector-size",
+                    "2KiB",
+                    "--json",
+                    "docs/bench/params-2kib.json",
+                ])
+                .args(&rest);
             run(c)
         }
         "cuda-setup" => {
@@ -167,11 +212,32 @@ fn main() -> Result<()> {
             let mut c = cuda_cargo(&home);
             // The test profile: after `cargo test` only cuzk-gpu and sppark are compiled anew.
             c.current_dir(&root).args([
-                "build", "--profile", "test", "-p", "cuzk-gpu", "-p", "cuzk-supraseal", "--features",
+                "build",
+                "--profile",
+                "test",
+                "-p",
+                "cuzk-gpu",
+                "-p",
+                "cuzk-supraseal",
+                "--features",
                 "cuzk-gpu/cuda,cuzk-supraseal/supraseal",
+            ]);
+            run(c)?;
+            // Compile the CUDA tests too, so they cannot rot on machines without a GPU.
+            let mut c = cuda_cargo(&home);
+            c.current_dir(&root).args([
+                "test",
+                "--no-run",
+                "--profile",
+                "test",
+                "-p",
+                "cuzk-gpu",
+                "--features",
+                "cuzk-gpu/cuda",
             ]);
             run(c)
         }
+        "check-deps" => check_deps::run(&root),
         "gpu-pack" => gpu_pack(&root),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
