@@ -10,9 +10,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use cuzk_core::mem::{self, human_bytes};
-use cuzk_core::params::write_atomically;
-use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_core::porep::verify;
+use cuzk_core::atomic::write_atomically;
+use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::verify;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use cuzk_daemon::DaemonConfig;
 use serde::Serialize;
@@ -61,7 +61,7 @@ pub fn daemon(a: DaemonArgs) -> Result<ExitCode> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        let h = cuzk_daemon::start(&cfg, devices).await?;
+        let h = cuzk_daemon::start(&cfg, devices, crate::settings()).await?;
         eprintln!("cuzk daemon listening on {}", h.listen);
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM: draining"),
@@ -355,11 +355,11 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
     let backend = devices.first().map(|d| d.name.clone()).unwrap_or_default();
     let n = a.jobs.max(1);
     let conc = if a.concurrency == 0 { n } else { a.concurrency };
-    let c1 = std::sync::Arc::new(c1);
+    let input = std::sync::Arc::new(cuzk_filecoin::porep::PorepInput { c1, identity: id });
     // Warm-up: parameters, PCE and one proof, so both phases start warm.
     {
         let engine = cuzk_pipeline::Engine::start(cuzk_daemon::server::engine_config(&cfg, devices.clone()))?;
-        let out = engine.submit(cuzk_pipeline::porep::job(c1.clone(), id, Default::default()))?.wait();
+        let out = engine.submit(crate::kinds().porep.job(input.clone(), Default::default()))?.wait();
         out.result.context("warm-up proof")?;
         engine.shutdown();
     }
@@ -370,7 +370,7 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
     } else {
         let engine = cuzk_pipeline::Engine::start(cuzk_daemon::server::engine_config(&cfg, devices.clone()))?;
         let t = Instant::now();
-        let tickets: Vec<_> = (0..n).map(|_| engine.submit(cuzk_pipeline::porep::job(c1.clone(), id, Default::default()))).collect::<Result<_, _>>()?;
+        let tickets: Vec<_> = (0..n).map(|_| engine.submit(crate::kinds().porep.job(input.clone(), Default::default()))).collect::<Result<_, _>>()?;
         let outs: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
         let wall_s = t.elapsed().as_secs_f64();
         engine.shutdown();
@@ -381,7 +381,7 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
     };
     let rt = runtime()?;
     let (daemon_phase, resub, same, distinct, hw, budget, series) = rt.block_on(async {
-        let h = cuzk_daemon::start(&cfg, devices).await?;
+        let h = cuzk_daemon::start(&cfg, devices, crate::settings()).await?;
         let addr = h.listen.to_string();
         let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(conc));
         let t = std::sync::Arc::new(Instant::now());
@@ -428,7 +428,7 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
             if r.status == AwaitStatus::Completed as i32 {
                 completed += 1;
                 // Checked here too, independently of the daemon's own verification.
-                if r.verified && verify::ensure_valid(&c1, &id, &r.proof).is_ok() {
+                if r.verified && verify::ensure_valid(&input.c1, &input.identity, &r.proof).is_ok() {
                     verified += 1;
                 }
             } else {

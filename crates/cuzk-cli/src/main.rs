@@ -8,15 +8,19 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk_core::mem::{self, StageTracer};
+use cuzk_core::atomic::write_atomically;
 use cuzk_core::params;
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_core::porep::setup::{self, ParamPaths};
-use cuzk_pce::setup::Ensured;
-use cuzk_core::porep::verify::{self, Verdict};
-use cuzk_core::porep::{bellperson_engine, seal, RegisteredSealProof};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::params::ParamPaths;
+use cuzk_filecoin::porep::test_params::Ensured;
+use cuzk_filecoin::porep::verify::{self, Verdict};
+use cuzk_filecoin::porep::{reference_prover, seal, PorepInput, RegisteredSealProof};
+use cuzk_filecoin::Kinds;
 
+mod bench;
 mod daemon_cmd;
+mod engine_run;
 mod pipeline_bench;
 mod selftest;
 
@@ -114,10 +118,10 @@ enum WitnessArg {
 }
 
 impl WitnessArg {
-    fn mode(self) -> cuzk_pce::porep::WitnessMode {
+    fn mode(self) -> cuzk_filecoin::porep::pce::WitnessMode {
         match self {
-            WitnessArg::Native => cuzk_pce::porep::WitnessMode::Native,
-            WitnessArg::Gadgets => cuzk_pce::porep::WitnessMode::Gadgets,
+            WitnessArg::Native => cuzk_filecoin::porep::pce::WitnessMode::Native,
+            WitnessArg::Gadgets => cuzk_filecoin::porep::pce::WitnessMode::Gadgets,
         }
     }
 }
@@ -189,13 +193,13 @@ fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
     }
 }
 
-fn make_backend(b: BackendArg) -> Result<Box<dyn cuzk_core::backend::Backend>> {
-    let cpu = || -> Box<dyn cuzk_core::backend::Backend> { Box::new(cuzk_core::backend::cpu::CpuBackend::new()) };
+fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
+    let cpu = || -> std::sync::Arc<dyn cuzk_core::backend::Backend> { std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) };
     match b {
         BackendArg::Cpu => Ok(cpu()),
-        BackendArg::Cuda => cuzk_gpu::open(0).context("--backend cuda"),
+        BackendArg::Cuda => cuzk_gpu::open(0).map(std::sync::Arc::from).context("--backend cuda"),
         BackendArg::Auto => match cuzk_gpu::open(0) {
-            Ok(b) => Ok(b),
+            Ok(b) => Ok(std::sync::Arc::from(b)),
             Err(e) => {
                 tracing::info!("backend auto: using the CPU backend because {e}");
                 Ok(cpu())
@@ -498,7 +502,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    cuzk_core::porep::init_env()?;
+    let settings = cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k));
+    settings.apply()?;
+    let witness = std::env::var("CUZK_WITNESS").unwrap_or_default().parse().map_err(|e| anyhow::anyhow!("CUZK_WITNESS: {e}"))?;
+    KINDS.get_or_init(|| Kinds::new(&settings, witness));
+    SETTINGS.get_or_init(|| settings);
     match cli.cmd {
         Cmd::Demo(a) => demo(a),
         Cmd::Prove(a) => prove(a).map(|_| ExitCode::SUCCESS),
@@ -560,45 +568,61 @@ struct Proved {
     proof: Vec<u8>,
     tracer: StageTracer,
     verified: bool,
-    breakdown: Option<cuzk_pce::prove::Timings>,
+    /// The engine's stages of this proof (new path only).
+    breakdown: Option<Vec<cuzk_pipeline::trace::StageSummary>>,
 }
 
-fn prove_with(c1: &C1, identity: &SectorIdentity, engine: &EngineArgs, verify_first: bool) -> Result<Proved> {
-    if c1.synthetic && verify_first {
-        bail!("{}: {}", c1.path.display(), cuzk_core::porep::synthetic::NOT_PROVABLE);
-    }
+/// The process's proof kinds, configured once in [`run`] from the environment.
+static KINDS: std::sync::OnceLock<Kinds> = std::sync::OnceLock::new();
+static SETTINGS: std::sync::OnceLock<cuzk_filecoin::Settings> = std::sync::OnceLock::new();
+
+fn kinds() -> &'static Kinds {
+    KINDS.get().expect("kinds are configured before any command runs")
+}
+
+fn settings() -> &'static cuzk_filecoin::Settings {
+    SETTINGS.get().expect("settings are applied before any command runs")
+}
+
+/// One C1 proved: on the new path through the pipeline engine (the one orchestration path:
+/// the same job a daemon request or `prove` with several C1s becomes), or with bellperson's
+/// reference prover; verified with `verify_seal` unless `verify` is off.
+fn prove_with(c1: C1, identity: SectorIdentity, engine: &EngineArgs, verify: bool) -> Result<Proved> {
     let tracer = StageTracer::new();
-    let params = setup::shared(c1.registered_proof, &tracer)?;
-    tracing::info!(h = params.h.len(), l = params.l.len(), a = params.a.len(), b_g1 = params.b_g1.len(), b_g2 = params.b_g2.len(), "parameters loaded");
-    let (proof, breakdown) = match engine.engine {
-        Engine::Bellperson => (bellperson_engine::prove(c1, identity, &params, &tracer)?, None),
-        Engine::Pce => {
-            let backend = make_backend(engine.backend)?;
-            let (pce, _) = tracer.stage("pce-load", || cuzk_pce::porep::shared(c1.registered_proof))?;
-            let (proof, times) =
-                cuzk_pce::prove::prove_c1(backend.as_ref(), &pce, &params, c1, identity, &Default::default(), &tracer)?;
-            (proof, Some(times))
-        }
-    };
-    drop(params);
-    if verify_first {
-        tracer.stage("verify", || verify::ensure_valid(c1, identity, &proof))?;
+    let input = std::sync::Arc::new(PorepInput { c1, identity });
+    let kind = &kinds().porep;
+    if verify {
+        input.c1.ensure_provable()?;
     }
-    Ok(Proved { proof, tracer, verified: verify_first, breakdown })
+    let rp = input.c1.registered_proof;
+    let params = kind.shared_params(rp, &tracer)?;
+    tracing::info!(h = params.h.len(), l = params.l.len(), a = params.a.len(), b_g1 = params.b_g1.len(), b_g2 = params.b_g2.len(), "parameters loaded");
+    if engine.engine == Engine::Bellperson {
+        let proof = reference_prover::prove(&input.c1, &input.identity, &params, &tracer)?;
+        drop(params);
+        if verify {
+            tracer.stage("verify", || cuzk_filecoin::porep::verify::ensure_valid(&input.c1, &input.identity, &proof))?;
+        }
+        return Ok(Proved { proof, tracer, verified: verify, breakdown: None });
+    }
+    drop(params);
+    tracer.stage("pce-load", || kind.shared_pce(rp))?;
+    let backend = make_backend(engine.backend)?;
+    let run = engine_run::prove_one(backend, input, cuzk_pipeline::JobOptions { randomness: None, verify })?;
+    for e in &run.events {
+        tracer.push(e.stage, e.end_s - e.start_s, e.rss_end_bytes);
+    }
+    Ok(Proved { proof: run.proof, tracer, verified: run.verified, breakdown: Some(run.stages) })
 }
 
-fn render_breakdown(t: &cuzk_pce::prove::Timings) -> String {
-    let mut out = format!("new-path breakdown: witness {:.3} s, mat-vec {:.3} s", t.witness.as_secs_f64(), t.matvec.as_secs_f64());
-    for (name, d) in t.prover.rows() {
-        out.push_str(&format!(", {name} {:.3} s", d.as_secs_f64()));
-    }
-    out.push('\n');
-    out
+fn render_breakdown(stages: &[cuzk_pipeline::trace::StageSummary]) -> String {
+    let parts: Vec<String> = stages.iter().map(|s| format!("{} {:.3} s", s.stage, s.total_s)).collect();
+    format!("new-path breakdown (engine stages): {}\n", parts.join(", "))
 }
 
 fn write_trace(path: &Path, tracer: &StageTracer) -> Result<()> {
     let rows = tracer.rows();
-    params::write_atomically(path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
+    write_atomically(path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
     Ok(())
 }
 
@@ -613,10 +637,10 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
     cfg.devices = make_devices(a.engine.backend)?;
     cfg.provers_per_device = a.provers_per_device.max(1);
     let engine = cuzk_pipeline::Engine::start(cfg)?;
-    let opts = cuzk_pipeline::porep::PorepOptions { randomness: None, verify: !a.no_verify };
+    let opts = cuzk_pipeline::JobOptions { randomness: None, verify: !a.no_verify };
     let tickets: Vec<_> = inputs
         .into_iter()
-        .map(|(c1, id)| engine.submit(cuzk_pipeline::porep::job(std::sync::Arc::new(c1), id, opts.clone())))
+        .map(|(c1, identity)| engine.submit(kinds().porep.job(std::sync::Arc::new(PorepInput { c1, identity }), opts.clone())))
         .collect::<Result<_, _>>()?;
     let mut failed = 0;
     for (k, (t, path)) in tickets.into_iter().zip(&a.c1).enumerate() {
@@ -625,7 +649,7 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
         let dest = a.out.join(format!("{k}-{stem}.proof"));
         match out.result {
             Ok(bytes) => {
-                params::write_atomically(&dest, |w| w.write_all(&bytes))?;
+                write_atomically(&dest, |w| w.write_all(&bytes))?;
                 println!(
                     "wrote {} ({} bytes, {:.2} s after submission){}",
                     dest.display(),
@@ -636,7 +660,7 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {}: {e}", path.display());
+                eprintln!("error: {}: {}", path.display(), e.chain());
             }
         }
     }
@@ -652,8 +676,8 @@ fn prove(a: ProveArgs) -> Result<()> {
         return prove_many(&a);
     }
     let (c1, identity) = load_input(&a.c1[0], &a.sector)?;
-    let p = prove_with(&c1, &identity, &a.engine, !a.no_verify)?;
-    params::write_atomically(&a.out, |w| w.write_all(&p.proof))?;
+    let p = prove_with(c1, identity, &a.engine, !a.no_verify)?;
+    write_atomically(&a.out, |w| w.write_all(&p.proof))?;
     print!("{}", p.tracer.render());
     if let Some(t) = &p.breakdown {
         print!("{}", render_breakdown(t));
@@ -687,7 +711,7 @@ fn verify_cmd(a: VerifyArgs) -> Result<ExitCode> {
 
 fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
     let paths = ParamPaths::for_proof(rp)?;
-    match cuzk_pce::setup::ensure(rp, seed)? {
+    match cuzk_filecoin::porep::test_params::ensure(&kinds().porep, rp, seed)? {
         Ensured::Present(l) => println!(
             "parameters present: {} ({}; h {}, l {}, a {}, b_g1 {}, b_g2 {})",
             paths.params.display(),
@@ -720,9 +744,9 @@ fn selftest_cmd(a: SelftestArgs) -> Result<ExitCode> {
         None => bundled_c1()?,
     };
     let (c1, id) = load_input(&path, &a.sector)?;
-    let r = selftest::run(backend.as_ref(), &c1, &id, a.seed, a.repeats)?;
+    let r = selftest::run(backend, c1, id, a.seed, a.repeats)?;
     if let Some(p) = &a.json {
-        params::write_atomically(p, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+        write_atomically(p, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
     }
     println!(
         "{}: proofs equal to the CPU's: {}, verify_seal: {}, warm CPU/backend ratio {:.2}x ({} threads)",
@@ -767,7 +791,7 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
             Engine::Bellperson => "old path: bellperson",
         }
     );
-    let p = prove_with(&c1, &identity, &a.engine, true)?;
+    let p = prove_with(c1, identity, &a.engine, true)?;
     println!("proof ({} bytes): {}", p.proof.len(), hex::encode(&p.proof));
     print!("{}", p.tracer.render());
     if let Some(t) = &p.breakdown {
@@ -775,7 +799,7 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
     }
     println!("verify_seal: VALID");
     if let Some(out) = &a.out {
-        params::write_atomically(out, |w| w.write_all(&p.proof))?;
+        write_atomically(out, |w| w.write_all(&p.proof))?;
     }
     if let Some(t) = &a.trace {
         write_trace(t, &p.tracer)?;
@@ -788,7 +812,7 @@ fn gen_c1(a: GenC1Args) -> Result<()> {
     if a.synthetic {
         let command = format!("cuzk gen-c1 --synthetic --sector-size {} --seed {} --out {}", sector::size_name(size), a.seed, a.out.display());
         let t = std::time::Instant::now();
-        let meta = cuzk_core::porep::synthetic::write(sector::registered_proof(size)?, a.seed, &a.out, &command)?;
+        let meta = cuzk_filecoin::porep::synthetic::write(sector::registered_proof(size)?, a.seed, &a.out, &command)?;
         println!(
             "wrote {}/c1.json and c1.meta.json ({:?}) in {:.1} s: SYNTHETIC — random contents, its circuits are not satisfied and no proof of it verifies",
             a.out.display(),
@@ -849,11 +873,14 @@ fn pce_cmd(p: PceCmd) -> Result<()> {
     let PceCmd::Extract { c1, sector } = p;
     let (c1, _) = load_input(&c1, &sector)?;
     let rp = c1.registered_proof;
-    let path = cuzk_pce::porep::cache_path(rp);
-    let id = cuzk_pce::porep::identity(rp);
-    let (pce, outcome) = cuzk_pce::cache::load_or_build(&path, &id, || cuzk_pce::porep::extract(rp))?;
+    let kind = &kinds().porep;
+    let id = kind.id_of(rp);
+    let path = cuzk_pipeline::resources::pce_cache_path(cuzk_pipeline::ProofKind::pce_cache_dir(kind.as_ref()), &id);
+    let (pce, outcome) = cuzk_pce::cache::load_or_build(&path, &id.identity, || {
+        cuzk_filecoin::porep::pce::extract(rp).map_err(|e| cuzk_pce::PceError::Circuit(std::sync::Arc::new(e)))
+    })?;
     let t = std::time::Instant::now();
-    cuzk_pce::cache::load(&path, &id).map_err(|r| anyhow::anyhow!("{}: cache just written is unusable: {r}", path.display()))?;
+    cuzk_pce::cache::load(&path, &id.identity).map_err(|r| anyhow::anyhow!("{}: cache just written is unusable: {r}", path.display()))?;
     let load_s = t.elapsed().as_secs_f64();
     match outcome {
         cuzk_pce::cache::Outcome::Built { seconds, file_bytes, reason } => println!(
@@ -900,7 +927,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Pce { c1, circuits, compare_old, witness, sector, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
             let tracer = StageTracer::new();
-            let r = cuzk_pce::bench::run(&c1, &id, circuits, compare_old, witness.mode(), &tracer)?;
+            let r = crate::bench::pce::run(&c1, &id, circuits, compare_old, witness.mode(), &tracer)?;
             print!("{}", tracer.render());
             println!(
                 "{} circuits of {} constraints on {} threads{}",
@@ -923,7 +950,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             let m = r.mismatches;
             println!("  mismatches: a {} b {} c {} input {} aux {} density {}", m.a, m.b, m.c, m.input, m.aux, m.density);
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
             }
             if m.total() != 0 {
                 eprintln!("error: the new path differs from the old path");
@@ -937,7 +964,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             if c1.synthetic {
                 println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
             }
-            let r = cuzk_pce::porep::compare_modes(&c1, &id, partition)?;
+            let r = cuzk_filecoin::porep::pce::compare_modes(&c1, &id, partition)?;
             println!(
                 "partition {} of {:?}: {} challenge pieces, {} inputs + {} aux (common part once per piece), {} threads",
                 r.partition, c1.registered_proof, r.pieces, r.inputs, r.aux, r.threads
@@ -953,7 +980,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             );
             println!("  differing: {} pieces, {} values", r.differing_pieces, r.differing_values);
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
             }
             if r.differing_pieces > 0 {
                 println!("native and gadget witnesses: DIFFERENT");
@@ -964,8 +991,8 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
         }
         BenchCmd::Witness { c1, depth, top, sector, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
-            let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
-            let (plain, profiled, rows) = cuzk_pce::porep::profile_witness(&c1, &id, &pce, depth)?;
+            let (pce, _) = kinds().porep.shared_pce(c1.registered_proof)?;
+            let (plain, profiled, rows) = cuzk_filecoin::porep::pce::profile_witness(&c1, &id, &pce, depth)?;
             let per = plain * 1e6 / pce.num_constraints.max(1) as f64;
             println!("witness of one partition: {plain:.3} s plain ({per:.3} us/constraint, {} constraints), {profiled:.3} s profiled", pce.num_constraints);
             println!("{:>8} {:>6} {:>8} {:>11} {:>11}  namespace", "incl s", "incl %", "self s", "allocs", "constraints");
@@ -984,7 +1011,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             if let Some(path) = json {
                 let doc = serde_json::json!({ "plain_seconds": plain, "profiled_seconds": profiled, "constraints": pce.num_constraints, "us_per_constraint": per, "rows": rows });
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &doc).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &doc).map_err(std::io::Error::other))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -995,8 +1022,8 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             let backend = make_backend(backend)?;
             let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
-            let o = cuzk_pce::bench_partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
-            let r = cuzk_pce::bench_partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
+            let o = crate::bench::partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
+            let r = crate::bench::partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
             let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
             println!(
                 "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
@@ -1031,7 +1058,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             );
             println!("  peak RSS {:.1} GiB; all proofs equal: {}", gib(r.peak_rss_bytes), r.proofs_equal);
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
             }
             if !(r.proofs_equal && r.backend_matvec_equal) {
                 eprintln!("error: results differ between paths");
@@ -1043,10 +1070,10 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             let (c1, id) = load_input(&c1, &sector)?;
             let tracer = StageTracer::new();
             let t = std::time::Instant::now();
-            let params = setup::shared(c1.registered_proof, &tracer)?;
+            let params = kinds().porep.shared_params(c1.registered_proof, &tracer)?;
             let load_s = t.elapsed().as_secs_f64();
             let backend = make_backend(backend)?;
-            let r = cuzk_pce::bench_prove::run_prove(backend.as_ref(), &params, load_s, &c1, &id, skip_old, &tracer)?;
+            let r = crate::bench::prove::run_prove(backend, &params, load_s, &c1, &id, skip_old, &tracer)?;
             print!("{}", tracer.render());
             println!(
                 "{} partition(s) of {} constraints, {} threads, backend {}; parameters loaded once ({:.2} s), PCE loaded once ({:.2} s), both excluded from the ratio",
@@ -1057,17 +1084,15 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             let n = &r.new;
             println!("  new path  prove {:>8.3} s  verify {:.3} s", n.prove_s, n.verify_s);
-            println!("    witness            {:>8.3} s", n.witness_s);
-            println!("    mat-vec            {:>8.3} s", n.matvec_s);
-            for (name, d) in n.prover.rows() {
-                println!("    {name:<18} {:>8.3} s", d.as_secs_f64());
+            for st in &n.stages {
+                println!("    {:<18} {:>8.3} s", st.stage, st.total_s);
             }
             if let Some(x) = r.ratio {
                 println!("  ratio old/new (prove + verify): {x:.2}x");
             }
             println!("both proofs verified with verify_seal");
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &r).map_err(std::io::Error::other))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -1084,15 +1109,15 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 println!("  {:<14} 2^{:<3} {:>10.4} s", r.op, r.log_n, r.seconds);
             }
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::MsmSplit { c1, sector, backend, json } => {
             let (c1, id) = load_input(&c1, &sector)?;
-            let params = setup::shared(c1.registered_proof, &StageTracer::new())?;
+            let params = kinds().porep.shared_params(c1.registered_proof, &StageTracer::new())?;
             let backend = make_backend(backend)?;
-            let rows = cuzk_pce::bench_prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
+            let rows = crate::bench::prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
             println!("{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}", "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup");
             for r in &rows {
                 println!(
@@ -1102,14 +1127,14 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             println!("every split result equals its plain result ({} threads, backend {})", rayon_threads(), backend.name());
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &rows).map_err(std::io::Error::other))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         BenchCmd::Params { sector_size, skip_bellperson, json } => {
             let rp = proof_for(&sector_size)?;
             let scratch = tempfile::tempdir().context("scratch directory")?;
-            let t = cuzk_pce::setup::time_generators(rp, !skip_bellperson, scratch.path())?;
+            let t = cuzk_filecoin::porep::test_params::time_generators(rp, !skip_bellperson, scratch.path())?;
             println!("parameter generation for {:?} on {} threads (generate + write the .params file):", rp, t.threads);
             println!("  cuzk        {:>8.1} s  ({} bytes)", t.cuzk_seconds, t.cuzk_file_bytes);
             if let (Some(s), Some(bytes)) = (t.bellperson_seconds, t.bellperson_file_bytes) {
@@ -1120,7 +1145,7 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 }
             }
             if let Some(path) = json {
-                params::write_atomically(&path, |w| serde_json::to_writer_pretty(w, &t).map_err(std::io::Error::other))?;
+                write_atomically(&path, |w| serde_json::to_writer_pretty(w, &t).map_err(std::io::Error::other))?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -16,9 +16,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_core::mem::{self, human_bytes, StageTracer};
-use cuzk_core::params::write_atomically;
-use cuzk_core::porep::{bellperson_engine, setup, verify};
-use cuzk_pipeline::porep::{job, PorepOptions};
+use cuzk_core::atomic::write_atomically;
+use cuzk_filecoin::porep::{reference_prover, verify, PorepInput};
+use cuzk_pipeline::JobOptions;
 use cuzk_pipeline::trace::StageSummary;
 use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
 use serde::Serialize;
@@ -173,7 +173,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let c1 = Arc::new(c1);
     let rss_c1 = mark("after C1 load");
     let rp = c1.registered_proof;
-    let params = setup::shared(rp, &StageTracer::new())?;
+    let params = crate::kinds().porep.shared_params(rp, &StageTracer::new())?;
 
     let old = if a.compare_old {
         let t = Instant::now();
@@ -184,7 +184,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
                 .map(|_| {
                     s.spawn(|| -> Result<()> {
                         while next.fetch_add(1, Ordering::Relaxed) < a.num_proofs {
-                            let proof = bellperson_engine::prove(&c1, &id, &params, &StageTracer::new())?;
+                            let proof = reference_prover::prove(&c1, &id, &params, &StageTracer::new())?;
                             verify::ensure_valid(&c1, &id, &proof)?;
                         }
                         Ok(())
@@ -213,7 +213,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         None
     };
 
-    let (pce, _) = cuzk_pce::porep::shared(rp)?;
+    let (pce, _) = crate::kinds().porep.shared_pce(rp)?;
     let static_rss = mark("after params + PCE load");
     let devices = make_devices(a.backend)?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
@@ -226,9 +226,11 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     cfg.matvec = a.matvec;
     cfg.trace = Some(trace.clone());
     let engine = Engine::start(cfg)?;
-    let opts = PorepOptions { verify: !a.no_verify, ..PorepOptions::default() };
+    let opts = JobOptions { verify: !a.no_verify, ..JobOptions::default() };
+    let input = Arc::new(PorepInput { c1: Arc::unwrap_or_clone(c1.clone()), identity: id });
+    let job = |opts: JobOptions| crate::kinds().porep.job(input.clone(), opts);
     let warmup = a.warmup.unwrap_or(a.jobs + 2);
-    let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(c1.clone(), id, opts.clone()))).collect::<Result<_, _>>()?;
+    let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     for (k, t) in warm.into_iter().enumerate() {
         t.wait().result.with_context(|| format!("warm-up proof {k}"))?;
     }
@@ -239,7 +241,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let start = trace.now();
     let t = Instant::now();
     let tickets: Vec<_> =
-        (0..a.num_proofs).map(|_| engine.submit(job(c1.clone(), id, opts.clone()))).collect::<Result<_, _>>()?;
+        (0..a.num_proofs).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     let ids: Vec<u64> = tickets.iter().map(|t| t.id).collect();
     let mut finished = Vec::new();
     let mut all_verified = true;

@@ -3,16 +3,17 @@
 //! s, requires byte-identical proofs that pass `verify_seal`, and times repeated warm proofs
 //! on both (the GPU's device-resident SRS is uploaded by the first). Writes JSON with --json.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk_core::backend::{conformance, Backend};
-use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::SectorIdentity;
-use cuzk_core::porep::{setup, verify};
-use cuzk_pce::prove::{prove_c1, Options};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::SectorIdentity;
+use cuzk_filecoin::porep::{verify, PorepInput};
+use cuzk_pipeline::trace::StageSummary;
+use cuzk_pipeline::JobOptions;
 use ff::Field;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -29,7 +30,8 @@ pub struct ProveRow {
     pub backend: String,
     pub run: usize,
     pub seconds: f64,
-    pub timings: cuzk_pce::prove::Timings,
+    /// The engine's stages of this proof.
+    pub stages: Vec<StageSummary>,
     /// Device stages logged during this run (seconds).
     pub device_stages: Vec<(String, f64)>,
 }
@@ -56,7 +58,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-pub fn run(backend: &dyn Backend, c1: &C1, id: &SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
+pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
     let mut report = Report {
         backend: backend.name().to_string(),
         threads: rayon::current_num_threads(),
@@ -68,25 +70,24 @@ pub fn run(backend: &dyn Backend, c1: &C1, id: &SectorIdentity, seed: u64, repea
         cpu_over_backend: f64::NAN,
     };
     tracing::info!(backend = backend.name(), "conformance (full scale)");
-    for r in conformance::run(backend, seed, conformance::Scale::Full) {
+    for r in conformance::run(backend.as_ref(), seed, conformance::Scale::Full) {
         println!("  {:<34} {:>8.3} s  {}", r.name, r.seconds, r.failure.as_deref().unwrap_or("ok"));
         report.conformance.push(CaseRow { name: r.name, seconds: r.seconds, failure: r.failure });
     }
-    let cpu = cuzk_core::backend::cpu::CpuBackend::new();
-    let tracer = StageTracer::new();
-    let params = setup::shared(c1.registered_proof, &tracer)?;
-    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
+    let cpu: Arc<dyn Backend> = Arc::new(cuzk_core::backend::cpu::CpuBackend::new());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let rs: Vec<(Scalar, Scalar)> =
         (0..report.partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
-    let opts = Options { randomness: Some(rs), ..Default::default() };
+    // Verified separately below, so that a wrong proof is reported, not just refused.
+    let opts = JobOptions { randomness: Some(rs), verify: false };
+    let input = Arc::new(PorepInput { c1, identity: id });
     let mut proofs: Vec<(String, Vec<u8>)> = Vec::new();
-    for (name, b) in [("cpu", &cpu as &dyn Backend), ("backend", backend)] {
+    for (name, b) in [("cpu", cpu), ("backend", backend)] {
         let mut times = Vec::new();
         for k in 0..repeats.max(1) {
             let _ = cuzk_gpu::take_stage_log();
             let t = Instant::now();
-            let (proof, timings) = prove_c1(b, &pce, &params, c1, id, &opts, &tracer)
+            let run = crate::engine_run::prove_one(b.clone(), input.clone(), opts.clone())
                 .with_context(|| format!("proving on {}", b.name()))?;
             let seconds = t.elapsed().as_secs_f64();
             println!("  prove on {:<40} run {k}: {seconds:>8.3} s", b.name());
@@ -94,14 +95,14 @@ pub fn run(backend: &dyn Backend, c1: &C1, id: &SectorIdentity, seed: u64, repea
                 backend: b.name().to_string(),
                 run: k,
                 seconds,
-                timings,
+                stages: run.stages,
                 device_stages: cuzk_gpu::take_stage_log(),
             });
             if k > 0 || repeats <= 1 {
                 times.push(seconds);
             }
             if k == 0 {
-                proofs.push((name.to_string(), proof));
+                proofs.push((name.to_string(), run.proof));
             }
         }
         if name == "cpu" {
@@ -111,7 +112,7 @@ pub fn run(backend: &dyn Backend, c1: &C1, id: &SectorIdentity, seed: u64, repea
         }
     }
     report.proofs_equal = proofs[0].1 == proofs[1].1;
-    report.verified = verify::verify_seal(c1, id, &proofs[1].1)?.is_valid();
+    report.verified = verify::verify_seal(&input.c1, &input.identity, &proofs[1].1)?.is_valid();
     Ok(report)
 }
 

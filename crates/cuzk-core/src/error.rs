@@ -1,5 +1,5 @@
-//! The typed errors of cuzk's libraries: every failure names the input (a file, a field, a
-//! sector size) and what is wrong with it, so the CLI can print one line and exit non-zero.
+//! The typed errors of cuzk's generic libraries: every failure names the input (a file, a
+//! field, a size) and what is wrong with it, so the CLI can print one line and exit non-zero.
 
 use std::path::PathBuf;
 
@@ -16,18 +16,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A C1 output file is unreadable, malformed or inconsistent.
-    #[error("{}: {reason}", path.display())]
-    C1 { path: PathBuf, reason: String },
     /// A Groth16 parameter or verifying-key file is missing, truncated or malformed.
     #[error("{}: {reason}", path.display())]
     Params { path: PathBuf, reason: String },
     /// Loaded parameters that do not belong to the circuit being proved.
     #[error("Groth16 parameters: {0}")]
     ParamLayout(String),
-    /// A sector size or registered proof that cuzk does not support, or that does not match.
-    #[error("sector size: {0}")]
-    SectorSize(String),
     /// The inputs are well-formed but do not belong together (wrong sector, bad path, ...).
     #[error("{0}")]
     Invalid(String),
@@ -41,9 +35,6 @@ pub enum Error {
     /// A proof was produced but does not verify.
     #[error("proof does not verify: {0}")]
     Verification(String),
-    /// An error reported by the filecoin-proofs family of crates.
-    #[error("filecoin-proofs: {0}")]
-    Filecoin(String),
 }
 
 impl Error {
@@ -53,20 +44,6 @@ impl Error {
             path: path.into(),
             source,
         }
-    }
-
-    /// A C1 problem for `path`.
-    pub fn c1(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::C1 {
-            path: path.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Converts an error from the filecoin-proofs crates (which use anyhow) into ours,
-    /// keeping its whole context chain in the message.
-    pub fn filecoin(e: impl std::fmt::Display) -> Self {
-        Error::Filecoin(format!("{e:#}"))
     }
 
     /// A parameter-file problem for `path`.

@@ -136,6 +136,19 @@ impl StageTracer {
         out
     }
 
+    /// Records a stage that ran elsewhere (e.g. on an engine's thread) and ended just now,
+    /// with the RSS measured at its end; the peak is the process's peak now.
+    pub fn push(&self, name: &str, duration_s: f64, rss_bytes: u64) {
+        let end_s = self.origin.elapsed().as_secs_f64();
+        self.rows.lock().unwrap_or_else(|e| e.into_inner()).push(StageRow {
+            stage: name.to_string(),
+            start_s: (end_s - duration_s).max(0.0),
+            duration_s,
+            rss_bytes,
+            peak_bytes: snapshot().peak_bytes,
+        });
+    }
+
     /// The rows recorded so far, in completion order.
     pub fn rows(&self) -> Vec<StageRow> {
         self.rows.lock().unwrap_or_else(|e| e.into_inner()).clone()

@@ -1,12 +1,11 @@
-//! Groth16 parameter files in filecoin-proofs' format and naming: where they live
-//! (`FIL_PROOFS_PARAMETER_CACHE`, else a cache directory outside any checkout), a cheap
+//! Groth16 parameter files in bellperson's format (the one filecoin-proofs ships): a cheap
 //! structural check of `.params` and `.vk` files (every section's declared count against the
 //! bytes actually there, so a truncated file is named and rejected before any proving), a
 //! parallel mmap loader, and atomic writes ([`crate::atomic`]: temp file + fsync + rename), because
 //! filecoin-proofs never regenerates a partially written `.params` file.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
@@ -17,45 +16,10 @@ use rayon::prelude::*;
 
 use crate::{Error, Result};
 
-/// The environment variable filecoin-proofs reads the parameter directory from.
-pub const CACHE_ENV: &str = "FIL_PROOFS_PARAMETER_CACHE";
-
 const G1_BYTES: usize = 96;
 const G2_BYTES: usize = 192;
 /// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
 const VK_FIXED: usize = 3 * G1_BYTES + 3 * G2_BYTES;
-
-/// The directory used when `FIL_PROOFS_PARAMETER_CACHE` is not set:
-/// `$XDG_CACHE_HOME/cuzk/filecoin-proof-parameters` (or `~/.cache/...`). It is deliberately
-/// not filecoin's production directory, since test parameters carry production file names.
-pub fn default_cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("cuzk").join("filecoin-proof-parameters")
-}
-
-/// Makes sure filecoin-proofs and cuzk agree on the parameter directory and that it exists.
-/// Call it before anything reads filecoin-proofs' settings (the CLI does so first thing).
-pub fn init_cache_dir() -> Result<PathBuf> {
-    if std::env::var_os(CACHE_ENV).is_none() {
-        // Set before any thread of ours reads the environment; filecoin-proofs reads it once,
-        // lazily, on first use of its settings.
-        std::env::set_var(CACHE_ENV, default_cache_dir());
-    }
-    let wanted = PathBuf::from(std::env::var_os(CACHE_ENV).unwrap_or_default());
-    let actual = PathBuf::from(storage_proofs_core::settings::SETTINGS.parameter_cache.clone());
-    if actual.components().ne(wanted.components()) {
-        return Err(Error::Invalid(format!(
-            "filecoin-proofs already uses parameter directory {} but {CACHE_ENV} says {}",
-            actual.display(),
-            wanted.display()
-        )));
-    }
-    std::fs::create_dir_all(&actual).map_err(|e| Error::io(&actual, e))?;
-    Ok(actual)
-}
 
 /// Point counts of a `.params` file, from its headers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -223,7 +187,7 @@ pub fn load_params(path: &Path) -> Result<(Parameters<Bls12>, ParamsLayout)> {
     Ok((params, s.layout))
 }
 
-pub use crate::atomic::write_atomically;
+use crate::atomic::write_atomically;
 
 /// Serialises parameters exactly as bellperson's `Parameters::write` does (the same bytes),
 /// into `path` (atomically), encoding the points on all cores: at 32 GiB sizes (350M points)

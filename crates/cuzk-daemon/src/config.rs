@@ -65,6 +65,9 @@ pub struct EngineSection {
     /// Testing and failure drills only: faults injected into every device's backend, e.g.
     /// "device-error" or "device-error;corrupt-msm,skip=1" (docs/RELIABILITY.md); "" = none.
     pub inject_fault: String,
+    /// How PoRep witnesses are computed: "native" (machine-word SHA-256, the default) or
+    /// "gadgets" (the circuit's own gadgets, for comparison).
+    pub witness: String,
 }
 
 impl Default for EngineSection {
@@ -78,6 +81,7 @@ impl Default for EngineSection {
             verify: true,
             on_device_error: "fail".into(),
             inject_fault: String::new(),
+            witness: "native".into(),
         }
     }
 }
@@ -139,6 +143,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_VERIFY", "engine.verify"),
     ("CUZK_ON_DEVICE_ERROR", "engine.on_device_error"),
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
+    ("CUZK_WITNESS", "engine.witness"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
     ("CUZK_MAX_REQUEST", "jobs.max_request"),
@@ -185,6 +190,7 @@ impl DaemonConfig {
             }
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
+            "engine.witness" => self.engine.witness = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
@@ -207,14 +213,20 @@ impl DaemonConfig {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
         }
         cuzk_core::backend::fault::parse_plans(&self.engine.inject_fault).map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
+        self.witness_mode()?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
         parse_bytes(&self.jobs.max_request).map_err(|e| DaemonError::Config(format!("jobs.max_request: {e}")))?;
         for c in &self.srs.preload {
-            crate::circuit::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
+            cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
         }
         Ok(())
+    }
+
+    /// The PoRep witness mode `engine.witness` names.
+    pub fn witness_mode(&self) -> Result<cuzk_filecoin::porep::WitnessMode, DaemonError> {
+        self.engine.witness.parse().map_err(|e| DaemonError::Config(format!("engine.witness: {e}")))
     }
 
     /// The effective config as TOML.

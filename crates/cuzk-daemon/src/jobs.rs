@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::{self, SectorIdentity};
-use cuzk_core::porep::{setup, RegisteredSealProof};
-use cuzk_pipeline::porep::PorepOptions;
-use cuzk_pipeline::{Engine, Trace};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{self, SectorIdentity};
+use cuzk_filecoin::porep::{params, PorepInput, RegisteredSealProof};
+use cuzk_filecoin::Kinds;
+use cuzk_pipeline::{Engine, JobOptions, Trace};
 use tokio::sync::watch;
 
 use crate::proto::{ProofKind, SubmitProofRequest};
@@ -60,8 +60,7 @@ pub struct Submitted {
 
 /// A checked PoRep input, ready for the engine.
 struct Input {
-    c1: Arc<C1>,
-    id: SectorIdentity,
+    porep: Arc<PorepInput>,
     verify: bool,
 }
 
@@ -122,6 +121,7 @@ struct Shared {
     max_in_flight: usize,
     retain: usize,
     verify_default: bool,
+    kinds: Kinds,
     nonce: u64,
     seq: AtomicU64,
 }
@@ -149,8 +149,13 @@ pub struct JobsConfig {
 }
 
 impl Jobs {
+    /// The proof kinds this service proves.
+    pub fn kinds(&self) -> &Kinds {
+        &self.s.kinds
+    }
+
     /// Takes over a started engine and starts the dispatcher.
-    pub fn new(engine: Engine, cfg: JobsConfig) -> Jobs {
+    pub fn new(engine: Engine, cfg: JobsConfig, kinds: Kinds) -> Jobs {
         let trace = engine.trace().clone();
         let budget = engine.budget().clone();
         let stats = engine.stats().clone();
@@ -166,6 +171,7 @@ impl Jobs {
             max_in_flight: cfg.max_in_flight.max(1),
             retain: cfg.retain.max(1),
             verify_default: cfg.verify,
+            kinds,
             nonce: nonce & 0xffff_ffff,
             seq: AtomicU64::new(0),
         });
@@ -207,7 +213,7 @@ impl Jobs {
             p => p.clamp(1, 4),
         };
         let job_id = format!("{:08x}-{}", self.s.nonce, self.s.seq.fetch_add(1, Ordering::Relaxed) + 1);
-        let checked = check(&req, &job_id, self.s.verify_default);
+        let checked = check(&self.s.kinds, &req, &job_id, self.s.verify_default);
         let mut t = lock(&self.s.table);
         // A concurrent duplicate may have won the race while this one was being parsed.
         if !req.request_id.is_empty() {
@@ -380,9 +386,9 @@ impl Jobs {
                     t = self.s.wake.wait(t).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            let opts = PorepOptions { randomness: None, verify: input.verify };
+            let opts = JobOptions { randomness: None, verify: input.verify };
             let ticket = match lock(&self.s.engine).as_ref() {
-                Some(e) => e.submit(cuzk_pipeline::porep::job(input.c1, input.id, opts)),
+                Some(e) => e.submit(self.s.kinds.porep.job(input.porep, opts)),
                 None => Err(cuzk_pipeline::PipelineError::Shutdown),
             };
             let me = self.clone();
@@ -484,7 +490,7 @@ pub fn kind_name(k: i32) -> String {
 }
 
 /// Checks a request and parses its C1; the error names what is wrong.
-fn check(req: &SubmitProofRequest, job_id: &str, verify_default: bool) -> Result<Input, String> {
+fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, verify_default: bool) -> Result<Input, String> {
     match ProofKind::try_from(req.proof_kind) {
         Ok(ProofKind::PorepSealCommit) => {}
         Ok(ProofKind::Unspecified) => return Err("proof_kind is not set (POREP_SEAL_COMMIT is the kind this daemon proves)".into()),
@@ -496,7 +502,7 @@ fn check(req: &SubmitProofRequest, job_id: &str, verify_default: bool) -> Result
     }
     let by_number = match req.registered_proof {
         0 => None,
-        n => Some(crate::circuit::from_number(n)?),
+        n => Some(cuzk_filecoin::curio::from_number(n)?),
     };
     let by_size = match req.sector_size {
         0 => None,
@@ -514,12 +520,9 @@ fn check(req: &SubmitProofRequest, job_id: &str, verify_default: bool) -> Result
     };
     let c1 = C1::parse(std::path::Path::new(&name), &req.vanilla_proof, expected).map_err(|e| e.to_string())?;
     let rp: RegisteredSealProof = c1.registered_proof;
-    if setup::resident(rp).is_none() {
-        setup::ensure_present(rp).map_err(|e| e.to_string())?;
+    if kinds.porep.resident(rp).1.is_none() {
+        params::ensure_present(rp).map_err(|e| e.to_string())?;
     }
-    Ok(Input {
-        c1: Arc::new(c1),
-        id: SectorIdentity { miner_id: req.miner_id, sector_number: req.sector_number },
-        verify: verify_default && !req.skip_verify,
-    })
+    let identity = SectorIdentity { miner_id: req.miner_id, sector_number: req.sector_number };
+    Ok(Input { porep: Arc::new(PorepInput { c1, identity }), verify: verify_default && !req.skip_verify })
 }

@@ -2,10 +2,8 @@
 //! `cuzk.v1.ProvingEngine` wire format ([`proto`], from `proto/cuzk.proto`), priority queues and
 //! idempotent job bookkeeping in front of the pipeline engine ([`jobs`]), the RPC handlers
 //! with status, metrics, preload and evict over the process-wide parameter and PCE registries
-//! ([`service`], [`metrics`]), the config file with env overrides ([`config`]), circuit ids
-//! ([`circuit`]), start/stop with a draining shutdown ([`server`]) and a client ([`client`]).
+//! ([`service`], [`metrics`]), the config file with env overrides ([`config`]), start/stop with a draining shutdown ([`server`]) and a client ([`client`]).
 
-pub mod circuit;
 pub mod client;
 pub mod config;
 pub mod jobs;
@@ -35,8 +33,8 @@ pub enum DaemonError {
     Transport(String),
     #[error("server: {0}")]
     Server(String),
-    #[error("engine: {0}")]
-    Engine(cuzk_pipeline::PipelineError),
+    #[error("engine")]
+    Engine(#[source] cuzk_pipeline::PipelineError),
     #[error("preloading parameters: {0}")]
     Preload(String),
 }

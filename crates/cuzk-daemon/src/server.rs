@@ -67,7 +67,7 @@ pub fn engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Config {
 }
 
 /// Starts a daemon on the current tokio runtime.
-pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Handle, DaemonError> {
+pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_filecoin::Settings) -> Result<Handle, DaemonError> {
     cfg.validate()?;
     let listen = Listen::parse(&cfg.listen)?;
     let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
@@ -77,15 +77,17 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Handle, D
         0 => ecfg.synthesis_workers + provers,
         n => n,
     };
+    let kinds = cuzk_filecoin::Kinds::new(settings, cfg.witness_mode()?);
     for c in &cfg.srs.preload {
-        let rp = crate::circuit::parse(c).map_err(DaemonError::Config)?;
-        tokio::task::spawn_blocking(move || crate::service::preload(rp))
+        let rp = cuzk_filecoin::curio::parse(c).map_err(DaemonError::Config)?;
+        let k = kinds.clone();
+        tokio::task::spawn_blocking(move || crate::service::preload(&k, rp))
             .await
             .map_err(|e| DaemonError::Preload(e.to_string()))?
             .map_err(|e| DaemonError::Preload(format!("{c}: {e}")))?;
     }
     let engine = Engine::start(ecfg).map_err(DaemonError::Engine)?;
-    let jobs = Jobs::new(engine, JobsConfig { max_in_flight, retain: cfg.jobs.retain, verify: cfg.engine.verify });
+    let jobs = Jobs::new(engine, JobsConfig { max_in_flight, retain: cfg.jobs.retain, verify: cfg.engine.verify }, kinds);
     let service = Service::new(jobs, names);
     let max = parse_bytes(&cfg.jobs.max_request).map_err(DaemonError::Config)? as usize;
     let grpc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
@@ -108,8 +110,13 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Handle, D
 }
 
 /// Serves until `stop` resolves (or its sender is dropped), then winds down.
-pub async fn run_until(cfg: &DaemonConfig, devices: Vec<Device>, stop: impl Future<Output = ()>) -> Result<bool, DaemonError> {
-    let h = start(cfg, devices).await?;
+pub async fn run_until(
+    cfg: &DaemonConfig,
+    devices: Vec<Device>,
+    settings: &cuzk_filecoin::Settings,
+    stop: impl Future<Output = ()>,
+) -> Result<bool, DaemonError> {
+    let h = start(cfg, devices, settings).await?;
     stop.await;
     tracing::info!("stopping: draining in-flight jobs");
     h.stop().await

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::setup;
+use cuzk_filecoin::porep::RegisteredSealProof;
+use cuzk_filecoin::{curio, Kinds};
+use cuzk_pipeline::resources::params_bytes;
 use tonic::{Request, Response, Status};
 
 use crate::jobs::{JobView, Jobs, State};
@@ -58,14 +59,15 @@ impl Service {
     /// The status message (also what `cuzk client status` prints).
     pub fn status(&self) -> GetStatusResponse {
         let c = self.jobs.counts();
-        let loaded_srs = crate::circuit::all()
+        let porep = &self.jobs.kinds().porep;
+        let loaded_srs = curio::all()
             .filter_map(|rp| {
-                let p = setup::resident(rp)?;
-                let pce = cuzk_pce::porep::resident(rp);
+                let (pce, p) = porep.resident(rp);
+                let p = p?;
                 Some(SrsStatus {
-                    circuit_id: crate::circuit::id(rp),
+                    circuit_id: curio::id(rp),
                     tier: srs_status::Tier::Hot as i32,
-                    size_bytes: setup::params_bytes(&p),
+                    size_bytes: params_bytes(&p),
                     // Holders besides the registry and this look-up.
                     ref_count: Arc::strong_count(&p).saturating_sub(2) as u32,
                     pce_bytes: pce.map(|p| p.bytes() as u64).unwrap_or(0),
@@ -159,8 +161,9 @@ impl ProvingEngine for Service {
 
     async fn preload_srs(&self, r: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
         let id = r.into_inner().circuit_id;
-        let rp = crate::circuit::parse(&id).map_err(Status::invalid_argument)?;
-        let out = tokio::task::spawn_blocking(move || preload(rp))
+        let rp = curio::parse(&id).map_err(Status::invalid_argument)?;
+        let kinds = self.jobs.kinds().clone();
+        let out = tokio::task::spawn_blocking(move || preload(&kinds, rp))
             .await
             .map_err(|e| Status::internal(format!("preload task failed: {e}")))?;
         out.map(Response::new).map_err(Status::failed_precondition)
@@ -168,22 +171,19 @@ impl ProvingEngine for Service {
 
     async fn evict_srs(&self, r: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
         let id = r.into_inner().circuit_id;
-        let rp = crate::circuit::parse(&id).map_err(Status::invalid_argument)?;
-        let p = setup::evict(rp);
-        let pce = cuzk_pce::porep::evict(rp);
-        let freed = p.as_ref().map(|p| setup::params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
+        let rp = curio::parse(&id).map_err(Status::invalid_argument)?;
+        let (pce, p) = self.jobs.kinds().porep.evict(rp);
+        let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
         tracing::info!(circuit = %id, freed, "evicted");
         Ok(Response::new(EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }))
     }
 }
 
 /// Loads the parameters and the PCE of `rp` into the process registries.
-pub fn preload(rp: cuzk_core::porep::RegisteredSealProof) -> Result<PreloadSrsResponse, String> {
-    let already = setup::resident(rp).is_some() && cuzk_pce::porep::resident(rp).is_some();
+pub fn preload(kinds: &Kinds, rp: RegisteredSealProof) -> Result<PreloadSrsResponse, String> {
     let t = Instant::now();
-    setup::shared(rp, &StageTracer::new()).map_err(|e| e.to_string())?;
-    cuzk_pce::porep::shared(rp).map_err(|e| e.to_string())?;
+    let already = kinds.porep.preload(rp).map_err(|e| cuzk_pipeline::error_chain(&e))?;
     let load_time_ms = t.elapsed().as_millis() as u64;
-    tracing::info!(circuit = %crate::circuit::id(rp), load_time_ms, already, "preloaded");
+    tracing::info!(circuit = %curio::id(rp), load_time_ms, already, "preloaded");
     Ok(PreloadSrsResponse { already_loaded: already, load_time_ms })
 }

@@ -15,7 +15,7 @@ use cuzk_daemon::proto::{self, await_proof_response::Status as S, ProofKind, Sub
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
     let (bytes, id, _) = setup();
-    let h = cuzk_daemon::start(&config(0), cpu()).await.unwrap();
+    let h = cuzk_daemon::start(&config(0), cpu(), &settings()).await.unwrap();
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let good = porep(&bytes, id, "", proto::Priority::Normal);
     let text = String::from_utf8(bytes.clone()).unwrap();
@@ -68,7 +68,7 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
 async fn proofs_complete_verified_in_priority_order_with_idempotent_ids_and_cancel() {
     let (bytes, id, c1) = setup();
     // One job in the engine at a time, so the others wait in the priority queues.
-    let h = cuzk_daemon::start(&config(1), cpu()).await.unwrap();
+    let h = cuzk_daemon::start(&config(1), cpu(), &settings()).await.unwrap();
     let addr = h.listen.to_string();
     let mut c = cuzk_daemon::client::connect(&addr).await.unwrap();
     let first = c.submit_proof(porep(&bytes, id, "first", proto::Priority::Normal)).await.unwrap().into_inner();
@@ -109,7 +109,7 @@ async fn proofs_complete_verified_in_priority_order_with_idempotent_ids_and_canc
     for (r, _) in &done {
         assert_eq!(r.status, S::Completed as i32, "{}", r.error_message);
         assert!(r.verified, "the daemon verifies before answering");
-        cuzk_core::porep::verify::ensure_valid(&c1, &id, &r.proof).expect("verify_seal accepts the daemon's proof");
+        cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &r.proof).expect("verify_seal accepts the daemon's proof");
         assert!(r.total_ms >= r.queue_wait_ms && r.gpu_compute_ms > 0 && r.synthesis_ms > 0, "{r:?}");
     }
     let (low_at, critical_at) = (done[1].1, done[2].1);

@@ -17,18 +17,18 @@ async fn injected_device_failures_and_corrupted_results_never_yield_a_bad_proof(
     let mut cfg = config(1);
     cfg.engine.on_device_error = "retry-cpu".into();
     cfg.engine.inject_fault = "device-error; corrupt-msm,skip=1".into();
-    let h = cuzk_daemon::start(&cfg, cpu()).await.unwrap();
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let retried = prove(&mut c, porep(&bytes, id, "retried", proto::Priority::Normal)).await;
     assert_eq!(retried.status, S::Completed as i32, "{}", retried.error_message);
     assert!(retried.verified);
-    cuzk_core::porep::verify::ensure_valid(&c1, &id, &retried.proof).expect("the CPU retry's proof is valid");
+    cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &retried.proof).expect("the CPU retry's proof is valid");
     let corrupt = prove(&mut c, porep(&bytes, id, "corrupt", proto::Priority::Normal)).await;
     assert_eq!(corrupt.status, S::Failed as i32, "a corrupted proof must not be returned");
     assert!(corrupt.proof.is_empty() && corrupt.error_message.contains("verification"), "{}", corrupt.error_message);
     let clean = prove(&mut c, porep(&bytes, id, "clean", proto::Priority::Normal)).await;
     assert_eq!(clean.status, S::Completed as i32, "the daemon keeps serving: {}", clean.error_message);
-    cuzk_core::porep::verify::ensure_valid(&c1, &id, &clean.proof).unwrap();
+    cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &clean.proof).unwrap();
     let m = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(m.contains("cuzk_partitions_retried_on_cpu_total 1"), "{m}");
     assert!(m.contains("cuzk_proofs_total{outcome=\"failed\"} 1") && m.contains("cuzk_proofs_total{outcome=\"completed\"} 2"), "{m}");
@@ -37,7 +37,7 @@ async fn injected_device_failures_and_corrupted_results_never_yield_a_bad_proof(
     // fail (the default): the device's failure fails the job with its error, at once.
     let mut cfg = config(1);
     cfg.engine.inject_fault = "device-error,times=all".into();
-    let h = cuzk_daemon::start(&cfg, cpu()).await.unwrap();
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let failed = prove(&mut c, porep(&bytes, id, "failed", proto::Priority::Normal)).await;
     assert_eq!(failed.status, S::Failed as i32);

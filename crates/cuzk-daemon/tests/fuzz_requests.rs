@@ -20,9 +20,11 @@ fn fixture() -> &'static Vec<u8> {
 fn jobs() -> &'static Jobs {
     static J: OnceLock<Jobs> = OnceLock::new();
     J.get_or_init(|| {
-        cuzk_core::porep::init_env().unwrap();
+        let settings = cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k));
+        settings.apply().unwrap();
         let engine = cuzk_pipeline::Engine::start(cuzk_pipeline::Config::cpu(1, 1 << 30)).unwrap();
-        Jobs::new(engine, JobsConfig { max_in_flight: 1, retain: 100_000, verify: true })
+        let kinds = cuzk_filecoin::Kinds::new(&settings, Default::default());
+        Jobs::new(engine, JobsConfig { max_in_flight: 1, retain: 100_000, verify: true }, kinds)
     })
 }
 

@@ -10,11 +10,11 @@ use cuzk_daemon::proto::{self, await_proof_response::Status as S, ProofKind};
 async fn missing_parameters_are_named() {
     let empty = tempfile::tempdir().unwrap();
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", empty.path());
-    cuzk_core::porep::init_env().unwrap();
+    cuzk_filecoin::Settings::apply_from(|k| std::env::var_os(k)).unwrap();
     let c1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json");
     let mut cfg = cuzk_daemon::DaemonConfig::default();
     cfg.listen = "tcp://127.0.0.1:0".into();
-    let h = cuzk_daemon::start(&cfg, cuzk_pipeline::Config::cpu(1, 0).devices).await.unwrap();
+    let h = cuzk_daemon::start(&cfg, cuzk_pipeline::Config::cpu(1, 0).devices, &cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k))).await.unwrap();
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let req = proto::SubmitProofRequest {
         proof_kind: ProofKind::PorepSealCommit as i32,

@@ -146,7 +146,7 @@ pub fn store(path: &Path, identity: &str, pce: &PreCompiledCircuit) -> Result<u6
     header.extend_from_slice(&identity_hash(identity));
     header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     header.extend_from_slice(&Sha256::digest(&payload));
-    cuzk_core::params::write_atomically(path, |w: &mut dyn std::io::Write| {
+    cuzk_core::atomic::write_atomically(path, |w: &mut dyn std::io::Write| {
         w.write_all(&header)?;
         w.write_all(&payload)
     })?;

@@ -2,22 +2,19 @@
 //! circuit into a [`PreCompiledCircuit`] — A, B and C as compact CSR (32-bit columns, interned
 //! coefficients), the counts and the density bitmaps the prover needs — so that every later
 //! proof of the same topology needs only a witness and three sparse mat-vecs instead of a full
-//! R1CS synthesis. It also owns the on-disk cache ([`cache`]), the in-process registry
-//! ([`registry`]), the reference full synthesis the results are checked against
-//! ([`reference`]) and the PoRep glue ([`porep`]). It knows nothing of GPUs or pipelines.
+//! R1CS synthesis. It also owns the on-disk cache ([`cache`]), the reference full synthesis the results are checked against
+//! ([`reference`]), witnesses checked against and joined under a PCE ([`witness`]), one
+//! partition's mat-vec and proof ([`prove`]) and the fast test-parameter generator
+//! ([`paramgen`]). It knows no circuit family (Filecoin lives above it), no GPU and no
+//! pipeline.
 
-pub mod bench;
-pub mod bench_partition;
-pub mod bench_prove;
 pub mod cache;
 pub mod matrix;
-pub mod porep;
 pub mod record;
 pub mod reference;
 pub mod paramgen;
 pub mod prove;
-pub mod registry;
-pub mod setup;
+pub mod witness;
 
 pub use matrix::{CsrMatrix, Evaluations, PreCompiledCircuit};
 pub use record::{extract, RecordingCs};
@@ -31,7 +28,10 @@ pub enum PceError {
     TooLarge(String),
     #[error("witness does not fit the circuit: {0}")]
     Witness(String),
-    #[error("{0}")]
+    /// The circuit to record could not be built (the source says why).
+    #[error("building the circuit to record")]
+    Circuit(#[source] std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
+    #[error(transparent)]
     Core(#[from] cuzk_core::Error),
 }
 

@@ -1,8 +1,7 @@
-//! The new path, one partition after another: witness-only synthesis, the PCE's three
-//! mat-vecs, and cuzk-core's Groth16 assembly on a backend — with per-stage times and RSS on
-//! the tracer, and the proof bytes laid out as `seal_commit_phase2` returns them. (The
-//! pipeline crate overlaps these stages across partitions and proofs; this is the plain
-//! sequence it is checked against.)
+//! The new path for one circuit: witness-only synthesis, the PCE's three mat-vecs (on the
+//! host or inside the backend, [`MatVecPlace`]), and cuzk-core's Groth16 assembly on a
+//! backend, with per-stage times and RSS on the tracer. The pipeline runs exactly these steps
+//! per partition; benchmarks and tests call them directly. It knows no circuit family.
 
 use std::time::{Duration, Instant};
 
@@ -12,15 +11,10 @@ use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, Densities, Evals, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES;
-use cuzk_core::porep::c1::{prepare, C1};
-use cuzk_core::porep::sector::SectorIdentity;
-use filecoin_proofs::with_shape;
 use serde::Serialize;
-use storage_proofs_core::merkle::MerkleTreeTrait;
 
 use crate::matrix::PreCompiledCircuit;
-use crate::{PceError, Result};
+use crate::Result;
 
 /// Where a, b, c = A·w, B·w, C·w are computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -103,7 +97,7 @@ pub fn prove_circuit<C: Circuit<Scalar>>(
     times: &mut Timings,
 ) -> Result<Proof<Bls12>> {
     let t = Instant::now();
-    let w = tracer.stage("witness", || crate::porep::checked_witness(circuit, pce))?;
+    let w = tracer.stage("witness", || crate::witness::checked_witness(circuit, pce))?;
     times.witness += t.elapsed();
     prove_witness(backend, pce, params, &w, r, s, mode, MatVecPlace::Host, tracer, times)
 }
@@ -137,49 +131,4 @@ pub fn prove_witness(
     times.matvec += pt.matvec;
     times.prover.add(&pt);
     Ok(proof)
-}
-
-/// Proves every partition of a C1 on the new path; returns the seal proof bytes (not yet
-/// verified: the caller runs `verify_seal`).
-pub fn prove_c1(
-    backend: &dyn Backend,
-    pce: &PreCompiledCircuit,
-    params: &Parameters<Bls12>,
-    c1: &C1,
-    id: &SectorIdentity,
-    opts: &Options,
-    tracer: &StageTracer,
-) -> Result<(Vec<u8>, Timings)> {
-    with_shape!(c1.sector_size(), prove_shaped, backend, pce, params, c1, id, opts, tracer)
-}
-
-fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
-    backend: &dyn Backend,
-    pce: &PreCompiledCircuit,
-    params: &Parameters<Bls12>,
-    c1: &C1,
-    id: &SectorIdentity,
-    opts: &Options,
-    tracer: &StageTracer,
-) -> Result<(Vec<u8>, Timings)> {
-    let prepared = tracer.stage("check-c1", || prepare::<Tree>(c1, id))?;
-    let mode = crate::porep::WitnessMode::from_env()?;
-    let n = prepared.vanilla.len();
-    let rs = match &opts.randomness {
-        Some(v) if v.len() != n => return Err(PceError::Witness(format!("{} (r, s) pairs for {n} partitions", v.len()))),
-        Some(v) => v.clone(),
-        None => groth16::random_rs(n),
-    };
-    let mut times = Timings::default();
-    let mut out = Vec::with_capacity(n * PARTITION_PROOF_BYTES);
-    for (k, (r, s)) in rs.into_iter().enumerate() {
-        tracing::info!(partition = k, "proving partition on the {} backend", backend.name());
-        // One piece per challenge, computed in parallel and joined (`split_witness`).
-        let t = Instant::now();
-        let w = tracer.stage("witness", || crate::porep::split_witness(crate::porep::challenge_pieces(&prepared, k, mode)?, pce))?;
-        times.witness += t.elapsed();
-        let proof = prove_witness(backend, pce, params, &w, r, s, opts.mode, opts.matvec, tracer, &mut times)?;
-        proof.write(&mut out).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
-    }
-    Ok((out, times))
 }

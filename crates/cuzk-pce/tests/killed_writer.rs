@@ -117,7 +117,7 @@ fn child_writes_parameters() {
 
 #[test]
 fn parameter_write_killed_midway_is_never_trusted() {
-    // `cuzk_pce::setup::ensure` decides from what is on disk: absent or damaged test
+    // `cuzk_filecoin::porep::test_params::ensure` decides from what is on disk: absent or damaged test
     // parameters are regenerated (its own tests); here the writer that `ensure` and every
     // other parameter write go through is killed mid-write.
     let d = tempfile::tempdir().unwrap();

@@ -28,12 +28,14 @@ use serde::Serialize;
 
 use crate::budget::{Budget, Lease};
 use crate::trace::Trace;
-use crate::PipelineError;
+use crate::{PipelineError, SharedError};
 
 /// Witness synthesis of one partition against its PCE.
-pub type Synthesize = Box<dyn FnOnce(&PreCompiledCircuit) -> Result<WitnessCs, String> + Send>;
-/// Checks a finished proof's bytes (e.g. `verify_seal`).
-pub type VerifyProof = Box<dyn FnOnce(&[u8]) -> Result<(), String> + Send>;
+pub type Synthesize = Box<dyn FnOnce(&PreCompiledCircuit) -> Result<WitnessCs, SharedError> + Send>;
+/// Puts a job's partition proofs (in order) together into the bytes its user gets.
+pub type AssembleProof = Box<dyn FnOnce(&[Proof<Bls12>]) -> Result<Vec<u8>, SharedError> + Send>;
+/// Checks a finished proof's bytes with the kind's official verifier.
+pub type VerifyProof = Box<dyn FnOnce(&[u8]) -> Result<(), SharedError> + Send>;
 /// Turns a submission into a job (runs on the parse stage).
 pub type JobSource = Box<dyn FnOnce() -> Result<Job, PipelineError> + Send>;
 
@@ -44,12 +46,14 @@ pub struct PartitionInput {
     pub s: Scalar,
 }
 
-/// One proof: its shared PCE and parameters (one process-wide copy each), its partitions, and
-/// how to check the result (`None`: returned unverified, by the caller's choice).
+/// One proof: its shared PCE and parameters (one process-wide copy each), its partitions,
+/// how their proofs become the user's bytes, and how to check the result (`None`: returned
+/// unverified, by the caller's choice). [`crate::kind::job`] makes one from any proof kind.
 pub struct Job {
     pub pce: Arc<PreCompiledCircuit>,
     pub params: Arc<Parameters<Bls12>>,
     pub partitions: Vec<PartitionInput>,
+    pub assemble: AssembleProof,
     pub verify: Option<VerifyProof>,
 }
 
@@ -194,18 +198,20 @@ struct ProofState {
     parts: Vec<Option<Proof<Bls12>>>,
     remaining: usize,
     error: Option<PipelineError>,
+    assemble: AssembleProof,
     verify: Option<VerifyProof>,
     reply: Sender<Outcome>,
     submitted_s: f64,
 }
 
-type Registry = Arc<Mutex<HashMap<u64, ProofState>>>;
+/// The proofs inside the engine, by id: their partition proofs so far and how to answer.
+type InFlight = Arc<Mutex<HashMap<u64, ProofState>>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn failed(reg: &Registry, id: u64) -> bool {
+fn failed(reg: &InFlight, id: u64) -> bool {
     lock(reg).get(&id).is_none_or(|s| s.error.is_some())
 }
 
@@ -286,7 +292,7 @@ impl Engine {
         let trace = cfg.trace.clone().unwrap_or_else(Trace::new);
         trace.start_sampler(cfg.sample_period);
         let budget = Budget::new(cfg.budget_bytes);
-        let reg: Registry = Arc::default();
+        let reg: InFlight = Arc::default();
         let stats = Arc::new(Stats::default());
         let j = cfg.synthesis_workers.max(1);
         let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
@@ -331,6 +337,7 @@ impl Engine {
                                         parts: (0..n).map(|_| None).collect(),
                                         remaining: n,
                                         error: None,
+                                        assemble: job.assemble,
                                         verify: job.verify,
                                         reply: sub.reply,
                                         submitted_s: sub.submitted_s,
@@ -404,7 +411,7 @@ impl Engine {
                         let eval = match matvec {
                             MatVecPlace::Backend => Ok(None),
                             _ => trace.record("mat-vec", c.id, c.k, &lane, "", || {
-                                guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(e.to_string())))
+                                guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
                             }),
                         };
                         match eval {
@@ -450,7 +457,7 @@ impl Engine {
                                     stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
                                     trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{pi}", dev.name), "cpu", || {
                                         guarded("prove", || {
-                                            let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(e.to_string()))?;
+                                            let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))?;
                                             prove_partition(cpu.as_ref(), &c, &w, Some(eval), mode)
                                         })
                                     })
@@ -500,7 +507,7 @@ impl Engine {
                             }
                         };
                         if let Some(st) = finished {
-                            let (result, verified) = trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.verify));
+                            let (result, verified) = trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
                             if result.is_ok() {
                                 stats.completed.fetch_add(1, Ordering::Relaxed);
                             } else {
@@ -567,27 +574,27 @@ fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Option
     };
     groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode).map(|(p, _)| p).map_err(|e| match e {
         cuzk_core::Error::Device(m) => PipelineError::Device(m),
-        e => PipelineError::Prove(e.to_string()),
+        e => PipelineError::Prove(Arc::new(e)),
     })
 }
 
 fn finish(
     parts: Vec<Option<Proof<Bls12>>>,
     error: Option<PipelineError>,
+    assemble: AssembleProof,
     verify: Option<VerifyProof>,
 ) -> (Result<Vec<u8>, PipelineError>, bool) {
     if let Some(e) = error {
         return (Err(e), false);
     }
-    let mut out = Vec::new();
-    for (k, p) in parts.into_iter().enumerate() {
-        let Some(p) = p else {
-            return (Err(PipelineError::Job(format!("partition {k} produced no proof"))), false);
-        };
-        if let Err(e) = p.write(&mut out) {
-            return (Err(PipelineError::Job(format!("serialising partition {k}: {e}"))), false);
-        }
-    }
+    let proofs: Option<Vec<Proof<Bls12>>> = parts.into_iter().collect();
+    let Some(proofs) = proofs else {
+        return (Err(PipelineError::Job("a partition produced no proof".into())), false);
+    };
+    let out = match guarded("assemble", || assemble(&proofs).map_err(PipelineError::Prove)) {
+        Ok(out) => out,
+        Err(e) => return (Err(e), false),
+    };
     match verify {
         None => (Ok(out), false),
         Some(v) => match guarded("verify", || v(&out).map_err(PipelineError::Verify)) {

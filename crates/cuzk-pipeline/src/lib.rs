@@ -1,41 +1,96 @@
-//! `cuzk-pipeline` owns the proving engine that overlaps CPU synthesis with GPU (or CPU)
-//! proving: stage threads joined by bounded crossbeam channels with the partition as the unit
-//! of work ([`engine`]), a byte budget that admits a partition only when its working set fits
-//! ([`budget`]), a trace of every stage with RSS sampled in between ([`trace`]), and the
-//! PoRep job source that turns a C1 into partitions over the process-wide PCE and parameters
-//! ([`porep`]). It knows nothing of the CLI or of gRPC.
+//! `cuzk-pipeline` owns the one way cuzk runs a proof: the proof-kind seam ([`kind`]: what
+//! the engine needs from a kind of proof, implemented above this crate for Filecoin), the
+//! process-wide resident circuits keyed by circuit id ([`resources`]: each circuit's PCE and
+//! Groth16 parameters, loaded once and shared), and the engine that overlaps CPU synthesis
+//! with GPU (or CPU) proving ([`engine`]: stage threads joined by bounded channels with the
+//! partition as the unit of work), a byte budget that admits a partition only when its
+//! working set fits ([`budget`]) and a trace of every stage with RSS sampled in between
+//! ([`trace`]). It knows Groth16 and the seam, not Filecoin, the CLI or gRPC.
 
 pub mod budget;
 pub mod engine;
-pub mod porep;
+pub mod kind;
+pub mod resources;
 pub mod trace;
+
+use std::sync::Arc;
 
 pub use budget::{Budget, Lease};
 pub use engine::{Config, Device, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
+pub use kind::{CircuitId, JobOptions, ProofKind};
 pub use trace::Trace;
+
+/// An error from below or beside the engine (a proof kind, the PCE layer, the prover),
+/// shared so that an outcome can be cloned and its source chain kept.
+pub type SharedError = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a job (or one of its partitions) did not produce a proof.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PipelineError {
     #[error("invalid engine configuration: {0}")]
     Config(String),
+    /// The request was refused by its proof kind (parse, checks, circuit or parameters).
+    #[error("{kind} request refused")]
+    Request {
+        kind: &'static str,
+        #[source]
+        source: SharedError,
+    },
+    /// The engine could not run the job as given (no partitions, wrong randomness, ...).
     #[error("{0}")]
     Job(String),
     #[error("a partition's working set of {need} bytes exceeds the whole byte budget of {budget} bytes")]
     OverBudget { need: u64, budget: u64 },
-    #[error("witness synthesis failed: {0}")]
-    Witness(String),
-    #[error("proving failed: {0}")]
-    Prove(String),
+    #[error("witness synthesis failed")]
+    Witness(#[source] SharedError),
+    #[error("proving failed")]
+    Prove(#[source] SharedError),
     /// The proving device failed on this partition (retried on the CPU when so configured).
     #[error("the proving device failed: {0}")]
     Device(String),
-    #[error("the finished proof failed verification: {0}")]
-    Verify(String),
+    #[error("the finished proof failed verification")]
+    Verify(#[source] SharedError),
     #[error("the {stage} stage panicked: {message}")]
     Panic { stage: &'static str, message: String },
     #[error("skipped: another partition of this proof failed")]
     Skipped,
     #[error("the engine is shutting down")]
     Shutdown,
+}
+
+impl PipelineError {
+    /// Wraps any typed error as a shared source.
+    pub fn shared(e: impl std::error::Error + Send + Sync + 'static) -> SharedError {
+        Arc::new(e)
+    }
+
+    /// The whole chain as one line: this error and every source, joined by ": ".
+    pub fn chain(&self) -> String {
+        error_chain(self)
+    }
+}
+
+/// An error that is only a message (for tests and for sources that carry nothing else).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Message(pub String);
+
+/// `msg` as a shared error.
+pub fn message(msg: impl Into<String>) -> SharedError {
+    Arc::new(Message(msg.into()))
+}
+
+/// `e` and its sources as one line, joined by ": " (what logs and the daemon print).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let msg = s.to_string();
+        if !out.ends_with(&msg) {
+            out.push_str(": ");
+            out.push_str(&msg);
+        }
+        cur = s.source();
+    }
+    out
 }

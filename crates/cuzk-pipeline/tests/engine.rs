@@ -31,6 +31,9 @@ struct Fixture {
     params: Arc<Parameters<Bls12>>,
 }
 
+/// Bytes of one compressed Groth16 proof over BLS12-381.
+const PROOF_BYTES: usize = 192;
+
 fn fixture() -> Fixture {
     let circuit = SatisfiedCircuit { seed: 3, steps: STEPS };
     let pce = Arc::new(extract(circuit.clone()).unwrap());
@@ -48,7 +51,7 @@ fn rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
 fn synth_ok(c: SatisfiedCircuit, delay: Duration) -> Synthesize {
     Box::new(move |pce: &PreCompiledCircuit| {
         std::thread::sleep(delay);
-        cuzk_pce::porep::checked_witness(c, pce).map_err(|e| e.to_string())
+        cuzk_pce::witness::checked_witness(c, pce).map_err(PipelineError::shared)
     })
 }
 
@@ -82,7 +85,8 @@ fn job_with_delay(
                 PartitionInput { synthesize, r, s }
             })
             .collect();
-        Ok(Job { pce, params, partitions, verify })
+        let assemble: cuzk_pipeline::engine::AssembleProof = Box::new(|proofs: &[_]| cuzk_pipeline::kind::concatenate(proofs).map_err(PipelineError::shared));
+        Ok(Job { pce, params, partitions, assemble, verify })
     })
 }
 
@@ -97,7 +101,7 @@ fn reference(f: &Fixture, rs: &[(Scalar, Scalar)]) -> Vec<u8> {
 fn verifies(f: &Fixture, bytes: &[u8]) -> bool {
     let pvk = groth16::prepare_verifying_key(&f.params.vk);
     let w = cuzk_witness::witness(f.circuit.clone(), f.pce.num_inputs, f.pce.num_aux).unwrap();
-    bytes.chunks(cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES).all(|c| {
+    bytes.chunks(PROOF_BYTES).all(|c| {
         let p = Proof::<Bls12>::read(c).unwrap();
         groth16::verify_proof(&pvk, &p, &w.inputs[1..]).unwrap()
     })
@@ -158,7 +162,7 @@ fn a_failing_or_panicking_partition_fails_its_proof_only_and_returns_its_budget(
     let engine = Engine::start(Config::cpu(2, roomy())).unwrap();
     let good1 = rs(1, 2);
     let t1 = engine.submit(job(&f, &good1, None, None)).unwrap();
-    let fail: Synthesize = Box::new(|_: &PreCompiledCircuit| Err("injected synthesis failure".to_string()));
+    let fail: Synthesize = Box::new(|_: &PreCompiledCircuit| Err(cuzk_pipeline::message("injected synthesis failure")));
     let t2 = engine.submit(job(&f, &rs(2, 3), Some((1, fail)), None)).unwrap();
     let boom: Synthesize = Box::new(|_: &PreCompiledCircuit| panic!("injected panic"));
     let t3 = engine.submit(job(&f, &rs(3, 2), Some((0, boom)), None)).unwrap();
@@ -169,7 +173,7 @@ fn a_failing_or_panicking_partition_fails_its_proof_only_and_returns_its_budget(
 
     assert_eq!(t1.wait().result.unwrap(), reference(&f, &good1));
     match t2.wait().result {
-        Err(PipelineError::Witness(m)) => assert!(m.contains("injected synthesis failure"), "{m}"),
+        Err(PipelineError::Witness(m)) => assert!(m.to_string().contains("injected synthesis failure"), "{m}"),
         other => panic!("expected the witness error, got {other:?}"),
     }
     match t3.wait().result {
@@ -233,16 +237,16 @@ fn a_verification_failure_is_caught_and_no_proof_is_returned() {
     let c = calls.clone();
     let reject: VerifyProof = Box::new(move |bytes: &[u8]| {
         c.fetch_add(1, Ordering::Relaxed);
-        assert_eq!(bytes.len(), 2 * cuzk_core::porep::bellperson_engine::PARTITION_PROOF_BYTES);
-        Err("injected: verifier says no".into())
+        assert_eq!(bytes.len(), 2 * PROOF_BYTES);
+        Err(cuzk_pipeline::message("injected: verifier says no"))
     });
     match engine.submit(job(&f, &rs(4, 2), None, Some(reject))).unwrap().wait().result {
-        Err(PipelineError::Verify(m)) => assert!(m.contains("verifier says no")),
+        Err(PipelineError::Verify(m)) => assert!(m.to_string().contains("verifier says no")),
         other => panic!("a proof that fails verification must not be returned: {other:?}"),
     }
     assert_eq!(calls.load(Ordering::Relaxed), 1);
     let pvk_f = fixture();
-    let accept: VerifyProof = Box::new(move |bytes: &[u8]| if verifies(&pvk_f, bytes) { Ok(()) } else { Err("invalid".into()) });
+    let accept: VerifyProof = Box::new(move |bytes: &[u8]| if verifies(&pvk_f, bytes) { Ok(()) } else { Err(cuzk_pipeline::message("invalid")) });
     let out = engine.submit(job(&f, &rs(5, 2), None, Some(accept))).unwrap().wait();
     assert!(out.result.is_ok() && out.verified);
 }
@@ -341,9 +345,9 @@ fn corrupted_evaluations_and_msm_results_are_caught_by_verification() {
         assert!(!verifies(&f, &out.result.unwrap()), "{plan}: the fault must spoil the proof");
         // With verification, it is caught and no proof is returned.
         let vf = fixture();
-        let check: VerifyProof = Box::new(move |b: &[u8]| if verifies(&vf, b) { Ok(()) } else { Err("the proof is invalid".into()) });
+        let check: VerifyProof = Box::new(move |b: &[u8]| if verifies(&vf, b) { Ok(()) } else { Err(cuzk_pipeline::message("the proof is invalid")) });
         match engine.submit(job(&f, &rs(51, 1), None, Some(check))).unwrap().wait() {
-            Outcome { result: Err(PipelineError::Verify(m)), verified: false, .. } => assert!(m.contains("invalid")),
+            Outcome { result: Err(PipelineError::Verify(m)), verified: false, .. } => assert!(m.to_string().contains("invalid")),
             other => panic!("{plan}: a corrupted proof must not be returned: {other:?}"),
         }
         assert_eq!(fb.injected(), 2, "{plan}");

@@ -11,12 +11,12 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::mem::{self, StageTracer};
-use cuzk_core::params::write_atomically;
-use cuzk_core::porep::bellperson_engine::circuits;
-use cuzk_core::porep::c1::{prepare, C1};
-use cuzk_core::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_core::porep::setup::{self, ParamPaths};
-use cuzk_core::porep::verify;
+use cuzk_core::atomic::write_atomically;
+use cuzk_filecoin::porep::bellperson_engine::circuits;
+use cuzk_filecoin::porep::c1::{prepare, C1};
+use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::params::{self, ParamPaths};
+use cuzk_filecoin::porep::verify;
 use cuzk_pce::matrix::{popcount, PreCompiledCircuit};
 use cuzk_pce::prove::{prove_c1, Options};
 use ff::Field;
@@ -142,7 +142,7 @@ fn supraseal_prove(parts: &[Assigned<'_>], rs: &[(Scalar, Scalar)], srs: &SRS) -
 }
 
 pub fn run(args: &Args) -> Result<bool> {
-    cuzk_core::porep::init_env()?;
+    cuzk_filecoin::porep::init_env()?;
     let meta_path = sector::meta_path_for(&args.c1);
     let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
     let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
@@ -156,7 +156,7 @@ pub fn run(args: &Args) -> Result<bool> {
         .map_err(|e| anyhow::anyhow!("SupraSeal cannot read {}: {}", paths.params.display(), String::from(e)))?;
     let srs_load_s = secs(t);
     println!("SupraSeal SRS from {}: {srs_load_s:.3} s", paths.params.display());
-    let (pce, _) = cuzk_pce::porep::shared(rp)?;
+    let (pce, _) = cuzk_filecoin::porep::pce::shared(rp)?;
     let partitions = usize::from(c1.porep_config().partitions);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
     let rs: Vec<(Scalar, Scalar)> = (0..partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
@@ -256,7 +256,7 @@ pub struct PartitionReport {
 pub fn run_partition(args: &Args) -> Result<bool> {
     let k = args.partition.context("partition mode needs --partition")?;
     let params_path = args.params.clone().context("partition mode needs --params")?;
-    cuzk_core::porep::init_env()?;
+    cuzk_filecoin::porep::init_env()?;
     let meta_path = sector::meta_path_for(&args.c1);
     let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
     let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
@@ -265,10 +265,10 @@ pub fn run_partition(args: &Args) -> Result<bool> {
     }
     let id = meta.identity();
     let t = Instant::now();
-    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof)?;
+    let (pce, _) = cuzk_filecoin::porep::pce::shared(c1.registered_proof)?;
     let pce_s = secs(t);
     let t = Instant::now();
-    let w = cuzk_pce::porep::partition_witness(&c1, &id, &pce, k, cuzk_pce::porep::WitnessMode::from_env()?)?;
+    let w = cuzk_filecoin::porep::pce::partition_witness(&c1, &id, &pce, k, cuzk_filecoin::porep::pce::WitnessMode::from_env()?)?;
     let witness_s = secs(t);
     let t = Instant::now();
     let e = pce.evaluate(&w.inputs, &w.aux)?;
@@ -393,7 +393,7 @@ fn round_shaped<Tree: 'static + MerkleTreeTrait>(
     let mut evals = Vec::with_capacity(list.len());
     for c in list {
         let t = Instant::now();
-        let w = cuzk_pce::porep::checked_witness(c, pce)?;
+        let w = cuzk_filecoin::porep::pce::checked_witness(c, pce)?;
         round.new_witness_s += secs(t);
         let t = Instant::now();
         evals.push(pce.evaluate(&w.inputs, &w.aux)?);

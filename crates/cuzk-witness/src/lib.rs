@@ -3,9 +3,9 @@
 //! values, `enforce` and namespaces do nothing — so a circuit's witness costs only its value
 //! computations. The matrices live in `cuzk-pce`; this crate knows nothing of them or of GPUs.
 //! [`profile`] times the same pass by namespace; [`sha256`] computes the SHA-256 gadget's
-//! assignments on machine words, and [`porep`] uses it for the PoRep partition's witness.
+//! assignments on machine words, for circuit families that walk their own allocation sequence
+//! natively. It knows no circuit family (those live above the generic layers).
 
-pub mod porep;
 pub mod profile;
 pub mod sha256;
 

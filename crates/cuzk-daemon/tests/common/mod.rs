@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::init_env;
-use cuzk_core::porep::sector::{SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
 use cuzk_daemon::proto::{self, proving_engine_client::ProvingEngineClient, ProofKind, SubmitProofRequest};
 use cuzk_daemon::DaemonConfig;
 use tonic::transport::Channel;
@@ -15,10 +14,16 @@ pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
 }
 
+/// The Filecoin settings of this test process (its environment, as the CLI reads it).
+pub fn settings() -> cuzk_filecoin::Settings {
+    cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k))
+}
+
 pub fn setup() -> (Vec<u8>, SectorIdentity, C1) {
-    init_env().unwrap();
+    settings().apply().unwrap();
     let c1 = C1::load(&fixture(), None).unwrap();
-    cuzk_pce::setup::ensure(c1.registered_proof, None).unwrap();
+    let kind = cuzk_filecoin::PorepC2::with_settings(&settings());
+    cuzk_filecoin::porep::test_params::ensure(&kind, c1.registered_proof, None).unwrap();
     let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
     (std::fs::read(fixture()).unwrap(), id, c1)
 }

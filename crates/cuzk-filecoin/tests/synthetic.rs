@@ -3,12 +3,13 @@
 //! partition — the real production circuit, 130 M constraints — the native witness equals the
 //! gadget witness value for value, every challenge piece of it.
 
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
-use cuzk_pce::porep::{compare, compare_modes, full_syntheses, witnesses, WitnessMode};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::pce::{compare_modes, full_syntheses, witnesses, WitnessMode};
+use cuzk_pce::witness::compare;
 
 fn synthetic(size: u64, seed: u64, dir: &std::path::Path) -> (C1, SectorIdentity) {
-    cuzk_core::porep::synthetic::write(registered_proof(size).unwrap(), seed, dir, "test").unwrap();
+    cuzk_filecoin::porep::synthetic::write(registered_proof(size).unwrap(), seed, dir, "test").unwrap();
     let c1 = C1::load(&dir.join("c1.json"), None).unwrap();
     assert!(c1.synthetic);
     (c1, SectorMeta::load(&dir.join("c1.meta.json")).unwrap().identity())
@@ -18,7 +19,7 @@ fn synthetic(size: u64, seed: u64, dir: &std::path::Path) -> (C1, SectorIdentity
 fn synthetic_8mib_new_path_equals_old_path() {
     let dir = tempfile::tempdir().unwrap();
     let (c1, id) = synthetic(8 << 20, 11, dir.path());
-    let pce = cuzk_pce::porep::extract(c1.registered_proof).unwrap();
+    let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
     let ws = witnesses(&c1, &id, &pce, 0, WitnessMode::Native).unwrap();
     let refs = full_syntheses(&c1, &id, 0).unwrap();
     assert_eq!(ws.len(), refs.len());

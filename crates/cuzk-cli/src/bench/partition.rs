@@ -19,15 +19,15 @@ use cuzk_core::backend::schedule::Scheduled;
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, Evals, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::{self, cpu_seconds};
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::SectorIdentity;
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::SectorIdentity;
 use ff::Field;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::porep::{self, WitnessMode};
-use crate::prove::{densities, MatVecPlace};
-use crate::{PceError, Result};
+use anyhow::{anyhow, Result};
+use cuzk_filecoin::porep::pce as porep;
+use cuzk_pce::prove::{densities, MatVecPlace};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -133,12 +133,12 @@ pub fn run(
     stage_log: &dyn Fn() -> Vec<(String, f64)>,
 ) -> Result<PartitionBench> {
     let t = Instant::now();
-    let (pce, _) = porep::shared(c1.registered_proof)?;
+    let (pce, _) = crate::kinds().porep.shared_pce(c1.registered_proof)?;
     let pce_seconds = t.elapsed().as_secs_f64();
     tracing::info!(pce_seconds, constraints = pce.num_constraints, "PCE ready");
 
     let (t, cpu) = (Instant::now(), cpu_seconds());
-    let w = porep::partition_witness(c1, id, &pce, o.partition, WitnessMode::from_env()?)?;
+    let w = porep::partition_witness(c1, id, &pce, o.partition, crate::kinds().porep.witness_mode())?;
     let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let host = pce.evaluate(&w.inputs, &w.aux)?;
@@ -146,7 +146,7 @@ pub fn run(
     tracing::info!(witness_seconds, cpu_matvec_seconds, "witness and CPU mat-vec done");
 
     let d = densities(&pce);
-    let domain = cuzk_core::backend::domain_size(pce.num_constraints).map_err(|e| PceError::Witness(e.to_string()))?;
+    let domain = cuzk_core::backend::domain_size(pce.num_constraints).map_err(|e| anyhow!("{e}"))?;
     let layout = groth16::layout(pce.num_inputs, pce.num_aux, domain, &d);
     let t = Instant::now();
     let (params, srs_source): (Parameters<Bls12>, String) = match &o.params {
@@ -159,7 +159,7 @@ pub fn run(
     tracing::info!(srs_seconds, file_bytes = layout.file_bytes, "parameters ready ({srs_source})");
     let target = match &o.write_params {
         Some(dir) if dir.is_dir() => {
-            let official = cuzk_core::porep::setup::ParamPaths::for_proof(c1.registered_proof)?.params;
+            let official = cuzk_filecoin::porep::params::ParamPaths::for_proof(c1.registered_proof)?.params;
             Some(dir.join(official.file_name().unwrap_or_default()))
         }
         other => other.clone(),
@@ -177,7 +177,7 @@ pub fn run(
     };
 
     let t = Instant::now();
-    let dev = backend.mat_vec(&pce.matrices(), &w.inputs, &w.aux).map_err(|e| PceError::Witness(e.to_string()))?;
+    let dev = backend.mat_vec(&pce.matrices(), &w.inputs, &w.aux).map_err(|e| anyhow!("{e}"))?;
     let backend_matvec_seconds = t.elapsed().as_secs_f64();
     let backend_matvec_equal = dev == host;
     drop(dev);
@@ -204,7 +204,7 @@ pub fn run(
                 let (proof, timings) = groth16::prove(&scheduled, &params, &d, wit, r, s, MsmMode::Split)?;
                 let seconds = t.elapsed().as_secs_f64();
                 let mut bytes = Vec::new();
-                proof.write(&mut bytes).map_err(|e| PceError::Synthesis(format!("serialising the proof: {e}")))?;
+                proof.write(&mut bytes).map_err(|e| anyhow!("serialising the proof: {e}"))?;
                 proofs.push(bytes);
                 tracing::info!(?place, overlap, rep, seconds, "partition proved");
                 runs.push(Run { matvec: place, overlap, rep, seconds, timings, stages: stage_log() });

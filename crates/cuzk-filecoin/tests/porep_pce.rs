@@ -9,9 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::{SectorIdentity, SectorMeta};
-use cuzk_pce::porep::{challenge_pieces, compare, full_syntheses, split_witness, witnesses, WitnessMode};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::pce::{challenge_pieces, full_syntheses, witnesses, WitnessMode};
+use cuzk_pce::witness::{compare, split_witness};
+
+mod common;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 
 fn fixture() -> PathBuf {
@@ -30,7 +33,7 @@ fn check_sector(c1: &C1, id: &SectorIdentity, pce: &cuzk_pce::PreCompiledCircuit
 /// Native and gadget witnesses of every partition agree when the circuit is not satisfied:
 /// the replica id is replaced, so no label matches its column any more.
 fn check_unsatisfied<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, pce: &cuzk_pce::PreCompiledCircuit) {
-    let mut p = cuzk_core::porep::c1::prepare::<Tree>(c1, id).unwrap();
+    let mut p = cuzk_filecoin::porep::c1::prepare::<Tree>(c1, id).unwrap();
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&0x5eed_u64.to_le_bytes());
     p.public_inputs.replica_id = bytes.into();
@@ -61,7 +64,7 @@ fn check_witnesses(pce: &cuzk_pce::PreCompiledCircuit, ws: &[cuzk_witness::Witne
 fn real_2kib_circuit_matches_bit_for_bit() {
     let c1 = C1::load(&fixture(), None).unwrap();
     let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
-    let pce = cuzk_pce::porep::extract(c1.registered_proof).unwrap();
+    let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
     // DESIGN.md's published count for the 2 KiB circuit, input rows included.
     assert_eq!((pce.num_constraints, pce.num_inputs), (2_687_961, 40));
     let per_nnz = pce.bytes() as f64 / pce.nnz() as f64;
@@ -72,18 +75,16 @@ fn real_2kib_circuit_matches_bit_for_bit() {
     // A freshly sealed sector of another miner shares the topology.
     let dir = tempfile::tempdir().unwrap();
     let other = SectorIdentity { miner_id: 4242, sector_number: 17 };
-    cuzk_core::porep::seal::gen_c1(2048, 1234, other, dir.path(), "test").unwrap();
+    cuzk_filecoin::porep::seal::gen_c1(2048, 1234, other, dir.path(), "test").unwrap();
     let fresh = C1::load(&dir.path().join("c1.json"), None).unwrap();
     check_sector(&fresh, &other, &pce);
 
     // ... and proves on the new path with a proof verify_seal accepts (and not for the
     // bundled sector's identity).
-    cuzk_pce::setup::ensure(fresh.registered_proof, None).unwrap();
-    let tracer = cuzk_core::mem::StageTracer::new();
-    let params = cuzk_core::porep::setup::shared(fresh.registered_proof, &tracer).unwrap();
-    let cpu = cuzk_core::backend::cpu::CpuBackend::new();
-    let (proof, _) = cuzk_pce::prove::prove_c1(&cpu, &pce, &params, &fresh, &other, &Default::default(), &tracer).unwrap();
-    use cuzk_core::porep::verify::{verify_seal, Verdict};
+    let kind = common::kind();
+    cuzk_filecoin::porep::test_params::ensure(&kind, fresh.registered_proof, None).unwrap();
+    let proof = common::prove_on_engine(&kind, fresh.clone(), other, None);
+    use cuzk_filecoin::porep::verify::{verify_seal, Verdict};
     assert_eq!(verify_seal(&fresh, &other, &proof).unwrap(), Verdict::Valid);
     assert!(!verify_seal(&c1, &id, &proof).unwrap().is_valid());
 }
@@ -94,9 +95,19 @@ fn fresh_8mib_sector_matches_bit_for_bit() {
     // witness joined in allocation order must still equal the reference synthesis.
     let dir = tempfile::tempdir().unwrap();
     let id = SectorIdentity { miner_id: 1000, sector_number: 3 };
-    cuzk_core::porep::seal::gen_c1(8 << 20, 77, id, dir.path(), "test").unwrap();
+    cuzk_filecoin::porep::seal::gen_c1(8 << 20, 77, id, dir.path(), "test").unwrap();
     let c1 = C1::load(&dir.path().join("c1.json"), None).unwrap();
-    let pce = cuzk_pce::porep::extract(c1.registered_proof).unwrap();
+    let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
     check_sector(&c1, &id, &pce);
     check_unsatisfied::<filecoin_proofs::SectorShape8MiB>(&c1, &id, &pce);
+}
+
+#[test]
+fn identity_names_the_circuit_crates_in_cargo_lock() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
+    for pair in cuzk_filecoin::porep::pce::CIRCUIT_CRATES.split(';') {
+        let (name, version) = pair.split_once('=').unwrap();
+        let entry = format!("name = \"{name}\"\nversion = \"{version}\"");
+        assert!(lock.contains(&entry), "Cargo.lock has no {name} {version}: update CIRCUIT_CRATES");
+    }
 }

@@ -9,14 +9,15 @@ use std::time::Instant;
 
 use blstrs::Scalar;
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::SectorIdentity;
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::SectorIdentity;
 use ff::PrimeField;
 use sha2::{Digest, Sha256};
 
-use crate::porep::{self, Mismatches, WitnessMode};
-use crate::reference::FullSynthesis;
-use crate::Result;
+use anyhow::Result;
+use cuzk_filecoin::porep::pce::{self as porep, WitnessMode};
+use cuzk_pce::reference::FullSynthesis;
+use cuzk_pce::witness::Mismatches;
 
 /// Results of one `bench pce` run.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -62,7 +63,7 @@ fn digests(r: &FullSynthesis) -> Digests {
 /// Runs the benchmark over `circuits` circuits of `c1` (0: one per partition).
 pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, mode: WitnessMode, tracer: &StageTracer) -> Result<PceBench> {
     use cuzk_core::mem::cpu_seconds;
-    let (pce, _) = tracer.stage("pce-load", || porep::shared(c1.registered_proof))?;
+    let (pce, _) = tracer.stage("pce-load", || crate::kinds().porep.shared_pce(c1.registered_proof))?;
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let old = tracer.stage("old-synthesis", || porep::full_syntheses(c1, id, circuits))?;
     let (old_seconds, old_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
@@ -78,12 +79,12 @@ pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, mod
     let ws = tracer.stage("witness", || porep::witnesses(c1, id, &pce, circuits, mode))?;
     let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let (t, cpu) = (Instant::now(), cpu_seconds());
-    let evals = tracer.stage("mat-vec", || ws.iter().map(|w| pce.evaluate(&w.inputs, &w.aux)).collect::<Result<Vec<_>>>())?;
+    let evals = tracer.stage("mat-vec", || ws.iter().map(|w| pce.evaluate(&w.inputs, &w.aux)).collect::<Result<Vec<_>, _>>())?;
     let (matvec_seconds, matvec_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let mut mismatches = Mismatches::default();
     for (k, (w, e)) in ws.iter().zip(&evals).enumerate() {
         let m = match &held {
-            Some(old) => porep::compare(&pce, w, e, &old[k]),
+            Some(old) => cuzk_pce::witness::compare(&pce, w, e, &old[k]),
             None => {
                 let d = &old_digests[k];
                 let ne = |x: &[Scalar], i: usize| usize::from(digest(x) != d[i]);

@@ -8,14 +8,14 @@
 use std::path::{Path, PathBuf};
 
 use cuzk_core::mem::StageTracer;
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::SectorMeta;
-use cuzk_core::porep::verify::{verify_seal, Verdict};
-use cuzk_core::porep::{bellperson_engine, init_env, setup};
-use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::SectorMeta;
+use cuzk_filecoin::porep::verify::{verify_seal, Verdict};
 use cuzk_core::Scalar;
-use cuzk_pce::prove::{prove_c1, Options};
-use cuzk_pce::setup::ensure;
+use cuzk_filecoin::porep::test_params::ensure;
+use cuzk_filecoin::porep::{params, reference_prover};
+
+mod common;
 use ff::Field;
 
 fn fixture() -> PathBuf {
@@ -27,9 +27,9 @@ fn meta() -> SectorMeta {
 }
 
 fn ready() -> C1 {
-    init_env().unwrap();
+    let kind = common::kind();
     let c1 = C1::load(&fixture(), None).unwrap();
-    ensure(c1.registered_proof, None).unwrap();
+    ensure(&kind, c1.registered_proof, None).unwrap();
     c1
 }
 
@@ -37,10 +37,10 @@ fn ready() -> C1 {
 fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
     let c1 = ready();
     let id = meta().identity();
-    let (params, _) = setup::load(c1.registered_proof).unwrap();
+    let (params, _) = params::load(c1.registered_proof).unwrap();
     let tracer = StageTracer::new();
     let rs = vec![(Scalar::from(0x1234_5678u64).square(), Scalar::from(0x9abc_def0u64).square())];
-    let proof = bellperson_engine::prove_with(&c1, &id, &params, Some(&rs), &tracer).unwrap();
+    let proof = reference_prover::prove_with(&c1, &id, &params, Some(&rs), &tracer).unwrap();
     assert_eq!(proof.len(), 192);
     assert_eq!(verify_seal(&c1, &id, &proof).unwrap(), Verdict::Valid);
     for at in [0usize, 50, 100, 191] {
@@ -55,14 +55,12 @@ fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
     let stages: Vec<String> = tracer.rows().into_iter().map(|r| r.stage).collect();
     assert_eq!(stages, ["check-c1", "build-circuits", "bellperson-prove"]);
 
-    // The new path, same r and s: the same bytes.
-    let (pce, _) = cuzk_pce::porep::shared(c1.registered_proof).unwrap();
-    let cpu = CpuBackend::new();
-    let opts = Options { randomness: Some(rs), ..Default::default() };
-    let (ours, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &opts, &tracer).unwrap();
+    // The new path through the engine, same r and s: the same bytes.
+    let kind = common::kind();
+    let ours = common::prove_on_engine(&kind, c1.clone(), id, Some(rs));
     assert_eq!(hex::encode(&ours), hex::encode(&proof), "new-path proof differs from bellperson's for equal r and s");
     // Fresh randomness: a different proof, still valid.
-    let (fresh, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &Options::default(), &tracer).unwrap();
+    let fresh = common::prove_on_engine(&kind, c1.clone(), id, None);
     assert_ne!(fresh, proof);
     assert_eq!(verify_seal(&c1, &id, &fresh).unwrap(), Verdict::Valid);
 }

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use cuzk_core::params::check_params_file;
-use cuzk_core::porep::c1::C1;
+use cuzk_filecoin::porep::c1::C1;
 use proptest::prelude::*;
 
 fn root() -> PathBuf {

@@ -1,5 +1,5 @@
 //! Insecure test parameters for a registered proof: `ensure` makes them with the fast
-//! generator ([`crate::paramgen`]) from the circuit's PCE when none exist — under a file lock,
+//! generator ([`cuzk_pce::paramgen`]) from the circuit's PCE when none exist — under a file lock,
 //! so concurrent processes make them once, and with a marker file so that only parameters
 //! cuzk made are ever regenerated — and `time_generators` runs cuzk's and bellperson's
 //! generators side by side for the benchmark.
@@ -9,9 +9,8 @@ use std::time::Instant;
 
 use blstrs::Bls12;
 use cuzk_core::params::{self, ParamsLayout};
-use cuzk_core::porep::setup::ParamPaths;
-use cuzk_core::porep::RegisteredSealProof;
-use cuzk_core::Error;
+use crate::porep::params::ParamPaths;
+use crate::porep::RegisteredSealProof;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::with_shape;
 use fs2::FileExt;
@@ -20,8 +19,10 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
-use crate::paramgen::{self, GenReport, Secrets};
-use crate::{PceError, Result};
+use cuzk_pce::paramgen::{self, GenReport, Secrets};
+
+use super::kind::PorepC2;
+use crate::{Error, Result};
 
 /// What `ensure` found or did.
 #[derive(Clone, Debug)]
@@ -35,7 +36,7 @@ pub enum Ensured {
 /// Makes sure parameters for `rp` exist, generating insecure test parameters if they do not.
 /// Existing files are checked structurally; broken ones that cuzk generated are regenerated,
 /// broken ones of any other origin are an error (they may be real parameters).
-pub fn ensure(rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
+pub fn ensure(kind: &PorepC2, rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
     let paths = ParamPaths::for_proof(rp)?;
     let dir = paths.params.parent().unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -56,13 +57,13 @@ pub fn ensure(rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
             (Ok(layout), Ok(_)) => return Ok(Ensured::Present(layout)),
             (Err(e), _) | (_, Err(e)) => {
                 if !paths.test_marker.exists() {
-                    return Err(PceError::Core(Error::params(
+                    return Err(Error::params(
                         &paths.params,
                         format!(
                             "existing parameters are damaged ({e}) and were not made by cuzk; \
                              remove them to have test parameters generated, or restore real ones"
                         ),
-                    )));
+                    ));
                 }
                 tracing::warn!(error = %e, "cuzk test parameters are damaged; regenerating");
             }
@@ -74,15 +75,15 @@ pub fn ensure(rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
         dir.display()
     );
     let start = Instant::now();
-    let report = generate_into(rp, &paths, seed)?;
+    let report = generate_into(kind, rp, &paths, seed)?;
     let seconds = start.elapsed().as_secs_f64();
     let layout = params::check_params_file(&paths.params)?;
     drop(lock);
     Ok(Ensured::Generated { report, seconds, layout })
 }
 
-fn generate_into(rp: RegisteredSealProof, paths: &ParamPaths, seed: Option<u64>) -> Result<GenReport> {
-    let (pce, _) = crate::porep::shared(rp)?;
+fn generate_into(kind: &PorepC2, rp: RegisteredSealProof, paths: &ParamPaths, seed: Option<u64>) -> Result<GenReport> {
+    let (pce, _) = kind.shared_pce(rp)?;
     let secrets = match seed {
         Some(s) => Secrets::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(s)),
         None => Secrets::random(&mut rand_core::OsRng),
@@ -95,8 +96,8 @@ fn generate_into(rp: RegisteredSealProof, paths: &ParamPaths, seed: Option<u64>)
         .map_err(|e| Error::io(&paths.test_marker, e))?;
     params::write_params(&paths.params, &p)?;
     params::write_vk(&paths.vk, &p.vk)?;
-    let meta = serde_json::json!({ "sector_size": cuzk_core::porep::sector::sector_size_of(rp) });
-    params::write_atomically(&paths.meta, |w| serde_json::to_writer(w, &meta).map_err(std::io::Error::other))?;
+    let meta = serde_json::json!({ "sector_size": crate::porep::sector::sector_size_of(rp) });
+    cuzk_core::atomic::write_atomically(&paths.meta, |w| serde_json::to_writer(w, &meta).map_err(std::io::Error::other))?;
     tracing::info!(seconds = format!("{:.2}", t.elapsed().as_secs_f64()), path = %paths.params.display(), "parameters written");
     Ok(report)
 }
@@ -118,7 +119,7 @@ pub struct GeneratorTiming {
 
 /// Runs the generators for `rp` into `scratch` (the files are deleted afterwards).
 pub fn time_generators(rp: RegisteredSealProof, with_bellperson: bool, scratch: &Path) -> Result<GeneratorTiming> {
-    with_shape!(cuzk_core::porep::sector::sector_size_of(rp), time_shaped, rp, with_bellperson, scratch)
+    with_shape!(crate::porep::sector::sector_size_of(rp), time_shaped, rp, with_bellperson, scratch)
 }
 
 fn time_shaped<Tree: 'static + MerkleTreeTrait>(
@@ -144,7 +145,7 @@ fn time_shaped<Tree: 'static + MerkleTreeTrait>(
         let theirs_path = scratch.join("bellperson.params");
         let t = Instant::now();
         let p = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank(), &mut rand_core::OsRng)
-            .map_err(|e| PceError::Synthesis(format!("bellperson generator: {e}")))?;
+            .map_err(|e| Error::Proving(format!("bellperson generator: {e}")))?;
         params::write_params(&theirs_path, &p)?;
         bellperson_seconds = Some(t.elapsed().as_secs_f64());
         drop(p);

@@ -1,6 +1,7 @@
 //! Groth16 parameters for a registered proof: the official file names inside the parameter
 //! directory (plus cuzk's lock and test-parameter marker files) and loading them. Making test
-//! parameters is `cuzk_pce::setup`'s job, since the generator works on recorded matrices.
+//! parameters is [`super::test_params`]' job. The process-wide shared copy lives in
+//! `cuzk_pipeline::resources`, keyed by circuit id.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use filecoin_proofs_api::RegisteredSealProof;
 
-use crate::params::{self, ParamsLayout};
+use cuzk_core::params::{self, ParamsLayout};
 use crate::{Error, Result};
 
 /// The files of one parameter set.
@@ -43,7 +44,7 @@ impl ParamPaths {
 pub fn load(rp: RegisteredSealProof) -> Result<(Parameters<Bls12>, ParamsLayout)> {
     let paths = ensure_present(rp)?;
     params::check_vk_file(&paths.vk)?;
-    params::load_params(&paths.params)
+    Ok(params::load_params(&paths.params)?)
 }
 
 /// The parameter paths of `rp`, or an error naming the missing `.params` file and how to get it.
@@ -55,34 +56,9 @@ pub fn ensure_present(rp: RegisteredSealProof) -> Result<ParamPaths> {
             format!(
                 "missing Groth16 parameters for {rp:?}; run `cuzk params ensure --sector-size {}` \
                  for test parameters or fetch the official ones",
-                crate::porep::sector::size_name(crate::porep::sector::sector_size_of(rp))
+                super::kind::size_name(rp)
             ),
         ));
     }
     Ok(paths)
-}
-
-
-static PARAMS: crate::registry::Registry<Parameters<Bls12>> = crate::registry::Registry::new();
-
-/// The process-wide parameters of `rp`: loaded once (timed and RSS-traced as `load-params` on
-/// `tracer` when this call loads them) and shared by every later proof as an `Arc`.
-pub fn shared(rp: RegisteredSealProof, tracer: &crate::mem::StageTracer) -> Result<std::sync::Arc<Parameters<Bls12>>> {
-    PARAMS.get_or_init(&format!("{rp:?}"), || tracer.stage("load-params", || load(rp)).map(|(p, _)| p))
-}
-
-/// The parameters of `rp` if they are resident now.
-pub fn resident(rp: RegisteredSealProof) -> Option<std::sync::Arc<Parameters<Bls12>>> {
-    PARAMS.get(&format!("{rp:?}"))
-}
-
-/// Drops the process-wide copy of `rp`'s parameters (users holding an `Arc` keep theirs).
-pub fn evict(rp: RegisteredSealProof) -> Option<std::sync::Arc<Parameters<Bls12>>> {
-    PARAMS.evict(&format!("{rp:?}"))
-}
-
-/// Host bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B).
-pub fn params_bytes(p: &Parameters<Bls12>) -> u64 {
-    let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
-    (g1 * 96 + p.b_g2.len() * 192) as u64
 }

@@ -9,7 +9,7 @@ use filecoin_proofs_api::{PaddedBytesAmount, UnpaddedBytesAmount};
 use rand::{RngCore, SeedableRng};
 
 use super::sector::{self, SectorIdentity, SectorMeta};
-use crate::params::write_atomically;
+use cuzk_core::atomic::write_atomically;
 use crate::{Error, Result};
 
 /// Seals a random sector of `sector_size` bytes and writes `out_dir/c1.json` and

@@ -1,8 +1,8 @@
 //! Circuit ids as Curio names them (`porep-32g`, `porep-2k`, …) and the request fields that
 //! name a PoRep proof type (sector size, numeric registered proof).
 
-use cuzk_core::porep::sector;
-use cuzk_core::porep::RegisteredSealProof;
+use crate::porep::sector;
+use crate::porep::RegisteredSealProof;
 
 /// The PoRep proof types cuzk proves, with Curio's circuit id suffix.
 const POREP: &[(&str, RegisteredSealProof)] = &[

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_core::porep::c1::{prepare, C1};
-use cuzk_core::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
-use cuzk_core::porep::seal::gen_c1;
-use cuzk_core::Error;
+use cuzk_filecoin::porep::c1::{prepare, C1};
+use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::seal::gen_c1;
+use cuzk_filecoin::Error;
 use filecoin_proofs::constants::SectorShape2KiB;
 use serde_json::Value;
 
@@ -159,10 +159,10 @@ fn curio_phase1out_envelope_parses_like_the_bare_c1() {
     let bare = std::fs::read(&path).unwrap();
     let b64 = base64::engine::general_purpose::STANDARD.encode(&bare);
     let env = format!("{{\"SectorNum\":1,\"Phase1Out\":\"{b64}\",\"SectorSize\":2048}}");
-    let a = cuzk_core::porep::c1::C1::parse(&path, &bare, None).unwrap();
-    let b = cuzk_core::porep::c1::C1::parse(&path, env.as_bytes(), None).unwrap();
+    let a = cuzk_filecoin::porep::c1::C1::parse(&path, &bare, None).unwrap();
+    let b = cuzk_filecoin::porep::c1::C1::parse(&path, env.as_bytes(), None).unwrap();
     assert_eq!((a.registered_proof, a.comm_r, a.comm_d, a.seed, a.ticket), (b.registered_proof, b.comm_r, b.comm_d, b.seed, b.ticket));
     let wrong = env.replace("\"SectorSize\":2048", "\"SectorSize\":8388608");
-    let e = cuzk_core::porep::c1::C1::parse(&path, wrong.as_bytes(), None).unwrap_err().to_string();
+    let e = cuzk_filecoin::porep::c1::C1::parse(&path, wrong.as_bytes(), None).unwrap_err().to_string();
     assert!(e.contains("SectorSize 8388608"), "{e}");
 }

@@ -3,7 +3,7 @@
 //! (replica id, commitments, the comm_r check), then per challenge the comm_d path, the
 //! parents' columns and paths, the challenge, the labels of every layer, the encoding and the
 //! column hash — calling the circuit's own gadgets for the Poseidon parts and
-//! [`crate::sha256`] for everything hashed with SHA-256 (the labels and the comm_d Merkle
+//! [`cuzk_witness::sha256`] for everything hashed with SHA-256 (the labels and the comm_d Merkle
 //! path, ~90 % of the gadget path's time). Field-to-bits unpacking is native too. Every value
 //! lands in the same aux or input slot as the gadget path would put it; the tests compare the
 //! two witnesses element by element, and `cuzk-pce`'s tests compare the proofs' a, b, c with
@@ -22,8 +22,8 @@ use storage_proofs_core::merkle::{DiskStore, MerkleProofTrait, MerkleTreeTrait, 
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{Proof as VanillaProof, StackedCircuit, TOTAL_PARENTS};
 
-use crate::sha256::{sha256, Bit};
-use crate::WitnessCs;
+use cuzk_witness::sha256::{sha256, Bit};
+use cuzk_witness::WitnessCs;
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 

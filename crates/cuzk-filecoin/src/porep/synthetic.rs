@@ -179,8 +179,8 @@ pub fn write(rp: RegisteredSealProof, seed: u64, out_dir: &std::path::Path, comm
         generated_by: format!("{command} (SYNTHETIC: random contents, not provable)"),
     };
     let c1_path = out_dir.join("c1.json");
-    crate::params::write_atomically(&c1_path, |w| serde_json::to_writer(w, &c1).map_err(std::io::Error::other))?;
-    crate::params::write_atomically(&sector::meta_path_for(&c1_path), |w| {
+    cuzk_core::atomic::write_atomically(&c1_path, |w| serde_json::to_writer(w, &c1).map_err(std::io::Error::other))?;
+    cuzk_core::atomic::write_atomically(&sector::meta_path_for(&c1_path), |w| {
         serde_json::to_writer_pretty(&mut *w, &meta).map_err(std::io::Error::other)?;
         w.write_all(b"\n")
     })?;

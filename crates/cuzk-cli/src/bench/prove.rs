@@ -9,15 +9,16 @@ use std::time::Instant;
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::{Backend, MsmPoint, ScalarSplit};
-use cuzk_core::groth16::{popcount, select, ProveTimings};
+use cuzk_core::groth16::{popcount, select};
 use cuzk_core::mem::{self, StageTracer};
-use cuzk_core::porep::c1::C1;
-use cuzk_core::porep::sector::SectorIdentity;
-use cuzk_core::porep::{bellperson_engine, verify};
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::SectorIdentity;
+use cuzk_filecoin::porep::{circuits, pce as porep, reference_prover, verify, PorepInput};
+use cuzk_pipeline::trace::StageSummary;
+use cuzk_pipeline::JobOptions;
 use serde::Serialize;
 
-use crate::prove::{prove_c1, Options};
-use crate::{porep, PceError, Result};
+use anyhow::{anyhow, Result};
 
 /// The old path's figures.
 #[derive(Clone, Debug, Serialize)]
@@ -27,13 +28,13 @@ pub struct OldPath {
     pub verify_s: f64,
 }
 
-/// The new path's figures.
+/// The new path's figures (one proof through the pipeline engine).
 #[derive(Clone, Debug, Serialize)]
 pub struct NewPath {
-    pub witness_s: f64,
-    pub matvec_s: f64,
-    pub prover: ProveTimings,
-    /// Everything from C1 to proof bytes (witness, mat-vec, prover, circuit building).
+    /// The engine's stages of the proof (parse and checks, witness, mat-vec, prove,
+    /// finalize = assembly and `verify_seal`).
+    pub stages: Vec<StageSummary>,
+    /// Everything from C1 to proof bytes (the engine's wall time less finalize).
     pub prove_s: f64,
     pub verify_s: f64,
 }
@@ -62,7 +63,7 @@ fn secs(t: Instant) -> f64 {
 
 /// Runs the old path (unless `skip_old`) and then the new path over `c1`.
 pub fn run_prove(
-    backend: &dyn Backend,
+    backend: std::sync::Arc<dyn Backend>,
     params: &Parameters<Bls12>,
     params_load_s: f64,
     c1: &C1,
@@ -74,7 +75,7 @@ pub fn run_prove(
         None
     } else {
         let t = Instant::now();
-        let proof = bellperson_engine::prove(c1, id, params, tracer)?;
+        let proof = reference_prover::prove(c1, id, params, tracer)?;
         let prove_s = secs(t);
         let t = Instant::now();
         tracer.stage("old: verify", || verify::ensure_valid(c1, id, &proof))?;
@@ -82,25 +83,23 @@ pub fn run_prove(
         Some(OldPath { prove_s, verify_s: secs(t) })
     };
     let t = Instant::now();
-    let (pce, _) = tracer.stage("pce-load", || porep::shared(c1.registered_proof))?;
+    let (pce, _) = tracer.stage("pce-load", || crate::kinds().porep.shared_pce(c1.registered_proof))?;
     let pce_load_s = secs(t);
     let t = Instant::now();
-    let (proof, times) = prove_c1(backend, &pce, params, c1, id, &Options::default(), tracer)?;
-    let prove_s = secs(t);
-    let t = Instant::now();
-    tracer.stage("new: verify", || verify::ensure_valid(c1, id, &proof))?;
-    let new = NewPath {
-        witness_s: times.witness.as_secs_f64(),
-        matvec_s: times.matvec.as_secs_f64(),
-        prover: times.prover,
-        prove_s,
-        verify_s: secs(t),
-    };
+    let input = std::sync::Arc::new(PorepInput { c1: c1.clone(), identity: *id });
+    let run = tracer.stage("new: prove + verify", || crate::engine_run::prove_one(backend.clone(), input, JobOptions::default()))?;
+    let wall = secs(t);
+    if !run.verified {
+        return Err(anyhow!("the engine returned an unverified proof"));
+    }
+    let verify_s = run.stages.iter().filter(|s| s.stage == "finalize").map(|s| s.total_s).sum::<f64>();
+    let proof = run.proof;
+    let new = NewPath { stages: run.stages, prove_s: wall - verify_s, verify_s };
     let ratio = old.as_ref().map(|o| (o.prove_s + o.verify_s) / (new.prove_s + new.verify_s));
     Ok(ProveBench {
         backend: backend.name().to_string(),
         threads: rayon::current_num_threads(),
-        partitions: proof.len() / bellperson_engine::PARTITION_PROOF_BYTES,
+        partitions: proof.len() / circuits::PARTITION_PROOF_BYTES,
         constraints: pce.num_constraints,
         params_load_s,
         pce_load_s,
@@ -127,7 +126,7 @@ pub struct SplitRow {
 
 fn measure<P: MsmPoint>(backend: &dyn Backend, name: &str, bases: &[P], scalars: &[Scalar]) -> Result<SplitRow> {
     let m = P::msm_of(backend);
-    let err = PceError::backend;
+    let err = |e: cuzk_core::backend::BackendError| anyhow!("{name}: {e}");
     let t = Instant::now();
     let plain = m.msm(bases, scalars).map_err(err)?;
     let plain_s = secs(t);
@@ -135,7 +134,7 @@ fn measure<P: MsmPoint>(backend: &dyn Backend, name: &str, bases: &[P], scalars:
     let split = m.msm_split(bases, scalars).map_err(err)?;
     let split_s = secs(t);
     if plain != split {
-        return Err(PceError::Core(cuzk_core::Error::Proving(format!("{name}: split MSM differs from the plain MSM"))));
+        return Err(anyhow!("{name}: split MSM differs from the plain MSM"));
     }
     let c = ScalarSplit::of(scalars);
     tracing::info!(msm = name, plain_s, split_s, "measured");
@@ -154,8 +153,8 @@ fn measure<P: MsmPoint>(backend: &dyn Backend, name: &str, bases: &[P], scalars:
 /// Plain vs split MSM over the aux scalars of the first partition of `c1` (L, A's dense aux,
 /// B's dense aux in G1 and in G2), each result compared.
 pub fn run_msm_split(backend: &dyn Backend, params: &Parameters<Bls12>, c1: &C1, id: &SectorIdentity) -> Result<Vec<SplitRow>> {
-    let (pce, _) = porep::shared(c1.registered_proof)?;
-    let ws = porep::witnesses(c1, id, &pce, 1, porep::WitnessMode::from_env()?)?;
+    let (pce, _) = crate::kinds().porep.shared_pce(c1.registered_proof)?;
+    let ws = porep::witnesses(c1, id, &pce, 1, crate::kinds().porep.witness_mode())?;
     let w = &ws[0];
     let ni = w.inputs.len();
     let bi = popcount(&pce.b_input_density);
@@ -167,11 +166,4 @@ pub fn run_msm_split(backend: &dyn Backend, params: &Parameters<Bls12>, c1: &C1,
         measure::<G1Affine>(backend, "b_g1 (G1, B-dense aux)", &params.b_g1[bi..], &b_aux)?,
         measure::<G2Affine>(backend, "b_g2 (G2, B-dense aux)", &params.b_g2[bi..], &b_aux)?,
     ])
-}
-
-impl PceError {
-    /// Wraps a backend error as a proving error.
-    pub fn backend(e: cuzk_core::backend::BackendError) -> Self {
-        PceError::Core(cuzk_core::Error::Proving(e.to_string()))
-    }
 }

@@ -4,8 +4,10 @@
 
 use super::c1::C1;
 use super::sector::SectorIdentity;
-use super::setup::ParamPaths;
-use crate::{params, Error, Result};
+use super::params::ParamPaths;
+use cuzk_core::params;
+
+use crate::{Error, Result};
 
 /// The outcome of verifying one proof.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +28,7 @@ pub fn verify_seal(c1: &C1, identity: &SectorIdentity, proof: &[u8]) -> Result<V
     let paths = ParamPaths::for_proof(c1.registered_proof)?;
     params::check_vk_file(&paths.vk)?;
     let partitions = usize::from(c1.porep_config().partitions);
-    let want = partitions * super::bellperson_engine::PARTITION_PROOF_BYTES;
+    let want = partitions * super::circuits::PARTITION_PROOF_BYTES;
     if proof.len() != want {
         return Ok(Verdict::Invalid(format!(
             "proof is {} bytes; a {} proof is {want}",

@@ -1,0 +1,177 @@
+//! [`PorepC2`], PoRep commit phase 2 behind the engine's [`ProofKind`] seam. A request is a
+//! C1 with its sector identity ([`PorepInput`], parsed and shape-checked when loaded); the
+//! circuit key is its registered proof; the parse stage runs the deep checks of
+//! [`super::c1::prepare`] and hands the engine one split witness per partition (natively or
+//! through the circuit's gadgets, as configured); the partition proofs are concatenated as
+//! `seal_commit_phase2` lays them out, and `verify_seal` judges them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::Bls12;
+use cuzk_core::mem::StageTracer;
+use cuzk_pce::cache::Outcome;
+use cuzk_pce::witness::split_witness;
+use cuzk_pce::PreCompiledCircuit;
+use cuzk_pipeline::engine::Synthesize;
+use cuzk_pipeline::kind::{concatenate, CircuitId, JobOptions, ProofKind};
+use cuzk_pipeline::{resources, JobSource, PipelineError};
+use filecoin_proofs::with_shape;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+
+use super::c1::{prepare, C1};
+use super::pce::{challenge_pieces, WitnessMode};
+use super::sector::{self, SectorIdentity};
+use super::{params, synthetic, verify, RegisteredSealProof};
+use crate::settings::Settings;
+use crate::{Error, Result};
+
+/// One PoRep C2 request: a loaded C1 and the sector it belongs to.
+#[derive(Debug)]
+pub struct PorepInput {
+    pub c1: C1,
+    pub identity: SectorIdentity,
+}
+
+/// The PoRep C2 proof kind, configured from the top (no environment reads below).
+#[derive(Clone, Debug)]
+pub struct PorepC2 {
+    pce_cache_dir: PathBuf,
+    witness: WitnessMode,
+}
+
+impl PorepC2 {
+    pub fn new(pce_cache_dir: PathBuf, witness: WitnessMode) -> Self {
+        PorepC2 { pce_cache_dir, witness }
+    }
+
+    /// The kind with the directories of `settings` and the native witness.
+    pub fn with_settings(settings: &Settings) -> Self {
+        PorepC2::new(settings.pce_cache_dir.clone(), WitnessMode::Native)
+    }
+
+    /// The same kind computing witnesses as `mode` says.
+    pub fn with_witness(mut self, mode: WitnessMode) -> Self {
+        self.witness = mode;
+        self
+    }
+
+    pub fn witness_mode(&self) -> WitnessMode {
+        self.witness
+    }
+
+    /// The engine job of one request.
+    pub fn job(self: &Arc<Self>, input: Arc<PorepInput>, opts: JobOptions) -> JobSource {
+        cuzk_pipeline::kind::job(self.clone(), input, opts)
+    }
+
+    /// `rp`'s process-wide PCE (the outcome says whether it was loaded or built now; `None`
+    /// when it was resident already).
+    pub fn shared_pce(&self, rp: RegisteredSealProof) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>)> {
+        Ok(resources::shared_pce(self, &rp)?)
+    }
+
+    /// `rp`'s process-wide parameters (traced as `load-params` on `tracer` when loaded now).
+    pub fn shared_params(&self, rp: RegisteredSealProof, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>> {
+        Ok(resources::shared_params(self, &rp, tracer)?)
+    }
+
+    /// The id of `rp`'s circuit (what the registries and caches are keyed on).
+    pub fn id_of(&self, rp: RegisteredSealProof) -> CircuitId {
+        self.circuit_id(&rp)
+    }
+
+    /// What of `rp`'s circuit is resident in this process: (PCE, parameters).
+    pub fn resident(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+        resources::resident(&self.id_of(rp))
+    }
+
+    /// Drops this process's copies of `rp`'s PCE and parameters.
+    pub fn evict(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+        resources::evict(&self.id_of(rp))
+    }
+
+    /// Loads `rp`'s parameters and PCE if they are not resident; true if both already were.
+    pub fn preload(&self, rp: RegisteredSealProof) -> Result<bool> {
+        let (pce, params) = self.resident(rp);
+        self.shared_params(rp, &StageTracer::new())?;
+        self.shared_pce(rp)?;
+        Ok(pce.is_some() && params.is_some())
+    }
+}
+
+impl ProofKind for PorepC2 {
+    type Request = PorepInput;
+    type CircuitKey = RegisteredSealProof;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "porep-c2"
+    }
+
+    fn circuit_key(&self, req: &PorepInput) -> RegisteredSealProof {
+        req.c1.registered_proof
+    }
+
+    fn circuit_id(&self, rp: &RegisteredSealProof) -> CircuitId {
+        CircuitId { name: format!("{rp:?}"), identity: super::pce::identity(*rp) }
+    }
+
+    fn extract_pce(&self, rp: &RegisteredSealProof) -> Result<PreCompiledCircuit> {
+        super::pce::extract(*rp)
+    }
+
+    fn params_path(&self, rp: &RegisteredSealProof) -> Result<PathBuf> {
+        let paths = params::ensure_present(*rp)?;
+        cuzk_core::params::check_vk_file(&paths.vk)?;
+        Ok(paths.params)
+    }
+
+    fn pce_cache_dir(&self) -> &Path {
+        &self.pce_cache_dir
+    }
+
+    fn verifiable(&self, req: &PorepInput) -> Result<()> {
+        req.c1.ensure_provable()
+    }
+
+    fn partitions(&self, req: &PorepInput) -> Result<Vec<Synthesize>> {
+        with_shape!(req.c1.sector_size(), partitions_shaped, req, self.witness)
+    }
+
+    fn assemble(&self, _req: &PorepInput, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
+        concatenate(proofs).map_err(|e| Error::Proving(format!("serialising the partition proofs: {e}")))
+    }
+
+    fn verify(&self, req: &PorepInput, proof: &[u8]) -> Result<()> {
+        verify::ensure_valid(&req.c1, &req.identity, proof)
+    }
+}
+
+fn partitions_shaped<Tree: 'static + MerkleTreeTrait>(req: &PorepInput, mode: WitnessMode) -> Result<Vec<Synthesize>> {
+    let prepared = prepare::<Tree>(&req.c1, &req.identity)?;
+    (0..prepared.vanilla.len())
+        .map(|k| {
+            // One piece per challenge, their witnesses computed in parallel and joined.
+            let pieces = challenge_pieces(&prepared, k, mode)?;
+            Ok(Box::new(move |pce: &PreCompiledCircuit| split_witness(pieces, pce).map_err(PipelineError::shared)) as Synthesize)
+        })
+        .collect()
+}
+
+impl C1 {
+    /// Refuses a synthetic C1 (random contents: it never verifies) where a verified proof is
+    /// asked for; the one place that rule lives.
+    pub fn ensure_provable(&self) -> Result<()> {
+        if self.synthetic {
+            return Err(Error::c1(&self.path, synthetic::NOT_PROVABLE));
+        }
+        Ok(())
+    }
+}
+
+/// The sector size name of `rp` (`32GiB`), for messages.
+pub fn size_name(rp: RegisteredSealProof) -> String {
+    sector::size_name(sector::sector_size_of(rp))
+}

@@ -1,0 +1,108 @@
+//! Where the Filecoin kinds keep their files: the Groth16 parameter directory (which
+//! filecoin-proofs itself reads from `FIL_PROOFS_PARAMETER_CACHE`), the SDR parent cache used
+//! when sealing test sectors, and the PCE cache. The values come in from the top: a binary
+//! builds [`Settings`] from its own environment or config ([`Settings::from_vars`] takes the
+//! lookup, so this crate reads no environment) and calls [`Settings::apply`] once, early.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::{Error, Result};
+
+/// The variable filecoin-proofs reads the parameter directory from.
+pub const PARAMS_VAR: &str = "FIL_PROOFS_PARAMETER_CACHE";
+/// The variable filecoin-proofs reads the SDR parent cache directory from.
+pub const PARENTS_VAR: &str = "FIL_PROOFS_PARENT_CACHE";
+/// The variable that moves cuzk's PCE cache.
+pub const PCE_VAR: &str = "CUZK_PCE_CACHE";
+
+/// The directories of the Filecoin proof kinds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Groth16 `.params` / `.vk` files under their official names.
+    pub parameter_dir: PathBuf,
+    /// filecoin-proofs' SDR parent cache (sealing test sectors).
+    pub parent_cache_dir: PathBuf,
+    /// cuzk's PCE cache files.
+    pub pce_cache_dir: PathBuf,
+}
+
+static PCE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+impl Settings {
+    /// The settings a process with these variables gets: each directory from its variable,
+    /// else under `$XDG_CACHE_HOME/cuzk` (or `$HOME/.cache/cuzk`, or the temp directory).
+    /// The default parameter directory is deliberately not filecoin's production one, since
+    /// test parameters carry production file names.
+    pub fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Settings {
+        let base = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("cuzk");
+        let or = |name: &str, default: PathBuf| var(name).filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or(default);
+        Settings {
+            parameter_dir: or(PARAMS_VAR, base.join("filecoin-proof-parameters")),
+            parent_cache_dir: or(PARENTS_VAR, base.join("filecoin-parents")),
+            pce_cache_dir: or(PCE_VAR, base.join("pce")),
+        }
+    }
+
+    /// Hands the directories to filecoin-proofs (through the variables it reads, set before
+    /// any of its code runs), checks that it agrees, creates the parameter directory and
+    /// fixes the PCE cache directory for this process. Returns the parameter directory.
+    pub fn apply(&self) -> Result<PathBuf> {
+        std::env::set_var(PARENTS_VAR, &self.parent_cache_dir);
+        std::env::set_var(PARAMS_VAR, &self.parameter_dir);
+        let actual = PathBuf::from(storage_proofs_core::settings::SETTINGS.parameter_cache.clone());
+        if actual.components().ne(self.parameter_dir.components()) {
+            return Err(Error::Invalid(format!(
+                "filecoin-proofs already uses parameter directory {} but cuzk was configured with {}",
+                actual.display(),
+                self.parameter_dir.display()
+            )));
+        }
+        std::fs::create_dir_all(&actual).map_err(|e| Error::io(&actual, e))?;
+        let pce = PCE_DIR.get_or_init(|| self.pce_cache_dir.clone());
+        if pce != &self.pce_cache_dir {
+            return Err(Error::Invalid(format!(
+                "the PCE cache is already {} in this process; asked for {}",
+                pce.display(),
+                self.pce_cache_dir.display()
+            )));
+        }
+        Ok(actual)
+    }
+
+    /// The settings of this process's environment, applied: what tests and the CLI call.
+    pub fn apply_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
+        Settings::from_vars(var).apply()
+    }
+}
+
+/// The PCE cache directory this process was configured with (a temp-directory fallback when
+/// nothing applied settings, so a library user is never refused).
+pub fn pce_cache_dir() -> &'static Path {
+    PCE_DIR.get_or_init(|| std::env::temp_dir().join("cuzk-pce"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_override_defaults_under_the_cache_home() {
+        let vars = |k: &str| match k {
+            "HOME" => Some(OsString::from("/home/u")),
+            PCE_VAR => Some(OsString::from("/fast/pce")),
+            _ => None,
+        };
+        let s = Settings::from_vars(vars);
+        assert_eq!(s.parameter_dir, PathBuf::from("/home/u/.cache/cuzk/filecoin-proof-parameters"));
+        assert_eq!(s.parent_cache_dir, PathBuf::from("/home/u/.cache/cuzk/filecoin-parents"));
+        assert_eq!(s.pce_cache_dir, PathBuf::from("/fast/pce"));
+        let xdg = Settings::from_vars(|k| (k == "XDG_CACHE_HOME").then(|| OsString::from("/x")));
+        assert_eq!(xdg.parameter_dir, PathBuf::from("/x/cuzk/filecoin-proof-parameters"));
+    }
+}

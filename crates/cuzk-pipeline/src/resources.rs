@@ -1,0 +1,93 @@
+//! The circuits resident in this process, keyed by [`CircuitId`]: each circuit's PCE (from
+//! the registry, else its cache file, else extracted from the kind's blank circuit and
+//! cached) and its Groth16 parameters (checked, then decoded once). Both live in cuzk-core's
+//! one [`Registry`] type, so concurrent first users of a circuit wait for a single load and
+//! every later proof shares the same `Arc`; a long-lived process lists and evicts them. It
+//! knows circuits only through the [`ProofKind`] seam.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use cuzk_core::mem::StageTracer;
+use cuzk_core::registry::Registry;
+use cuzk_pce::cache::{self, Outcome};
+use cuzk_pce::{PceError, PreCompiledCircuit};
+
+use crate::kind::{CircuitId, ProofKind};
+use crate::PipelineError;
+
+static PCES: Registry<PreCompiledCircuit> = Registry::new();
+static PARAMS: Registry<Parameters<Bls12>> = Registry::new();
+
+/// What a circuit needs resident to prove: its PCE and its parameters.
+#[derive(Clone)]
+pub struct Resident {
+    pub pce: Arc<PreCompiledCircuit>,
+    pub params: Arc<Parameters<Bls12>>,
+}
+
+/// The PCE cache file of `id` in `dir`: its name and a digest of its identity.
+pub fn pce_cache_path(dir: &Path, id: &CircuitId) -> PathBuf {
+    let h = hex_prefix(&cache::identity_hash(&id.identity));
+    dir.join(format!("{}-{h}.pce", id.name))
+}
+
+fn hex_prefix(bytes: &[u8; 32]) -> String {
+    bytes[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn request_error<K: ProofKind>(kind: &K, e: K::Error) -> PipelineError {
+    PipelineError::Request { kind: kind.name(), source: Arc::new(e) }
+}
+
+/// The process-wide PCE of `key`: from the registry, else the disk cache, else extracted and
+/// cached. The outcome is `None` when the registry already held it.
+pub fn shared_pce<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>), PipelineError> {
+    let id = kind.circuit_id(key);
+    let mut outcome = None;
+    let pce = PCES
+        .get_or_init(&id.identity, || {
+            let build = || kind.extract_pce(key).map_err(|e| PceError::Circuit(Arc::new(e)));
+            let (p, o) = cache::load_or_build(&pce_cache_path(kind.pce_cache_dir(), &id), &id.identity, build)?;
+            outcome = Some(o);
+            Ok::<_, PceError>(p)
+        })
+        .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })?;
+    Ok((pce, outcome))
+}
+
+/// The process-wide parameters of `key`: checked and loaded once (traced as `load-params`
+/// on `tracer` when this call loads them), then shared.
+pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
+    let id = kind.circuit_id(key);
+    let path = kind.params_path(key).map_err(|e| request_error(kind, e))?;
+    PARAMS
+        .get_or_init(&id.identity, || tracer.stage("load-params", || cuzk_core::params::load_params(&path)).map(|(p, _)| p))
+        .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })
+}
+
+/// `key`'s PCE and parameters, loading what is not resident yet.
+pub fn shared<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<Resident, PipelineError> {
+    let (pce, _) = shared_pce(kind, key)?;
+    let params = shared_params(kind, key, &StageTracer::new())?;
+    Ok(Resident { pce, params })
+}
+
+/// What of `id` is resident now (never waits for a load in progress).
+pub fn resident(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+    (PCES.get(&id.identity), PARAMS.get(&id.identity))
+}
+
+/// Drops this process's copies of `id`'s PCE and parameters (proofs in flight keep theirs);
+/// returns what was resident.
+pub fn evict(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+    (PCES.evict(&id.identity), PARAMS.evict(&id.identity))
+}
+
+/// Host bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B).
+pub fn params_bytes(p: &Parameters<Bls12>) -> u64 {
+    let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
+    (g1 * 96 + p.b_g2.len() * 192) as u64
+}
