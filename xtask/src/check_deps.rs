@@ -14,28 +14,17 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 /// The crates that must build without any Filecoin crate.
-pub const GENERIC_CRATES: &[&str] = &[
-    "cuzk-core",
-    "cuzk-witness",
-    "cuzk-pce",
-    "cuzk-gpu",
-    "cuzk-pipeline",
-];
+pub const GENERIC_CRATES: &[&str] = &["cuzk-core", "cuzk-witness", "cuzk-pce", "cuzk-gpu", "cuzk-pipeline"];
 
 /// Whether `name` is one of the Filecoin proof crates.
 fn is_filecoin(name: &str) -> bool {
-    matches!(
-        name,
-        "filecoin-proofs" | "filecoin-proofs-api" | "filecoin-hashers"
-    ) || name.starts_with("storage-proofs-")
+    matches!(name, "filecoin-proofs" | "filecoin-proofs-api" | "filecoin-hashers") || name.starts_with("storage-proofs-")
 }
 
 /// Runs `cargo metadata` in `root`, checks every generic crate and prints one line each.
 pub fn run(root: &Path) -> Result<()> {
     let mut c = crate::cargo();
-    c.current_dir(root)
-        .args(["metadata", "--format-version", "1"])
-        .stderr(Stdio::inherit());
+    c.current_dir(root).args(["metadata", "--format-version", "1"]).stderr(Stdio::inherit());
     let out = c.output().with_context(|| format!("cannot start {c:?}"))?;
     if !out.status.success() {
         bail!("{c:?} failed with {}", out.status);
@@ -62,16 +51,8 @@ pub fn check(meta: &Value, crates: &[&str]) -> Result<Vec<String>> {
         if reach.filecoin.is_empty() {
             clean.push(format!("{name}: Filecoin-free ({} packages)", reach.count));
         } else {
-            problems.push(format!(
-                "{name} reaches {} Filecoin crate(s):",
-                reach.filecoin.len()
-            ));
-            problems.extend(
-                reach
-                    .filecoin
-                    .iter()
-                    .map(|(dep, path)| format!("  {dep}: {path}")),
-            );
+            problems.push(format!("{name} reaches {} Filecoin crate(s):", reach.filecoin.len()));
+            problems.extend(reach.filecoin.iter().map(|(dep, path)| format!("  {dep}: {path}")));
         }
     }
     if !problems.is_empty() {
@@ -99,36 +80,21 @@ impl<'a> Graph<'a> {
     fn parse(meta: &'a Value) -> Result<Self> {
         let mut names = HashMap::new();
         for p in array(&meta["packages"], "packages")? {
-            names.insert(
-                text(&p["id"], "package id")?,
-                text(&p["name"], "package name")?,
-            );
+            names.insert(text(&p["id"], "package id")?, text(&p["name"], "package name")?);
         }
-        let members = array(&meta["workspace_members"], "workspace_members")?
-            .iter()
-            .map(|m| text(m, "workspace member"))
-            .collect::<Result<_>>()?;
+        let members =
+            array(&meta["workspace_members"], "workspace_members")?.iter().map(|m| text(m, "workspace member")).collect::<Result<_>>()?;
         let mut deps = HashMap::new();
-        let nodes = array(
-            &meta["resolve"]["nodes"],
-            "resolve.nodes (was --no-deps used?)",
-        )?;
+        let nodes = array(&meta["resolve"]["nodes"], "resolve.nodes (was --no-deps used?)")?;
         for node in nodes {
             deps.insert(text(&node["id"], "node id")?, linked_deps(node)?);
         }
-        Ok(Graph {
-            names,
-            deps,
-            members,
-        })
+        Ok(Graph { names, deps, members })
     }
 
     /// The id of the workspace member called `name`.
     fn member(&self, name: &str) -> Option<&'a str> {
-        self.members
-            .iter()
-            .copied()
-            .find(|id| self.name(id) == name)
+        self.members.iter().copied().find(|id| self.name(id) == name)
     }
 
     fn name(&self, id: &str) -> &'a str {
@@ -151,10 +117,7 @@ impl<'a> Graph<'a> {
                 }
             }
         }
-        Reach {
-            count: parent.len() - 1,
-            filecoin,
-        }
+        Reach { count: parent.len() - 1, filecoin }
     }
 
     /// The names from the walk's root down to `id`, following `parent`.
@@ -174,10 +137,7 @@ fn linked_deps(node: &Value) -> Result<Vec<&str>> {
     let mut out = Vec::new();
     for dep in array(&node["deps"], "node deps")? {
         let kinds = array(&dep["dep_kinds"], "dep_kinds (cargo 1.41 or newer needed)")?;
-        if kinds
-            .iter()
-            .any(|k| k["kind"].is_null() || k["kind"] == "build")
-        {
+        if kinds.iter().any(|k| k["kind"].is_null() || k["kind"] == "build") {
             out.push(text(&dep["pkg"], "dep pkg")?);
         }
     }
@@ -185,13 +145,11 @@ fn linked_deps(node: &Value) -> Result<Vec<&str>> {
 }
 
 fn array<'v>(v: &'v Value, what: &str) -> Result<&'v Vec<Value>> {
-    v.as_array()
-        .with_context(|| format!("cargo metadata: {what} is not an array"))
+    v.as_array().with_context(|| format!("cargo metadata: {what} is not an array"))
 }
 
 fn text<'v>(v: &'v Value, what: &str) -> Result<&'v str> {
-    v.as_str()
-        .with_context(|| format!("cargo metadata: {what} is not a string"))
+    v.as_str().with_context(|| format!("cargo metadata: {what} is not a string"))
 }
 
 #[cfg(test)]
@@ -234,53 +192,30 @@ mod tests {
     #[test]
     fn clean_and_dev_only_crates_pass() {
         let lines = check(&meta(), &["clean", "testonly"]).unwrap();
-        assert_eq!(
-            lines,
-            [
-                "clean: Filecoin-free (1 packages)",
-                "testonly: Filecoin-free (1 packages)"
-            ]
-        );
+        assert_eq!(lines, ["clean: Filecoin-free (1 packages)", "testonly: Filecoin-free (1 packages)"]);
     }
 
     #[test]
     fn normal_dependency_through_an_intermediate_fails_with_its_path() {
-        let err = check(&meta(), &["clean", "dirty", "testonly"])
-            .unwrap_err()
-            .to_string();
+        let err = check(&meta(), &["clean", "dirty", "testonly"]).unwrap_err().to_string();
         assert!(err.contains("dirty reaches 1 Filecoin crate(s):"), "{err}");
-        assert!(
-            err.contains("  storage-proofs-core: dirty -> middle -> storage-proofs-core"),
-            "{err}"
-        );
+        assert!(err.contains("  storage-proofs-core: dirty -> middle -> storage-proofs-core"), "{err}");
         assert!(!err.contains("clean"), "{err}");
         assert!(!err.contains("testonly"), "{err}");
     }
 
     #[test]
     fn missing_crate_fails() {
-        let err = check(&meta(), &["clean", "renamed"])
-            .unwrap_err()
-            .to_string();
+        let err = check(&meta(), &["clean", "renamed"]).unwrap_err().to_string();
         assert!(err.contains("renamed: not a workspace member"), "{err}");
     }
 
     #[test]
     fn filecoin_names() {
-        for name in [
-            "filecoin-proofs",
-            "filecoin-proofs-api",
-            "filecoin-hashers",
-            "storage-proofs-porep",
-        ] {
+        for name in ["filecoin-proofs", "filecoin-proofs-api", "filecoin-hashers", "storage-proofs-porep"] {
             assert!(is_filecoin(name), "{name}");
         }
-        for name in [
-            "filecoin-proofs-v2",
-            "storage-proofs",
-            "bellperson",
-            "cuzk-core",
-        ] {
+        for name in ["filecoin-proofs-v2", "storage-proofs", "bellperson", "cuzk-core"] {
             assert!(!is_filecoin(name), "{name}");
         }
     }

@@ -53,8 +53,7 @@ fn run(mut c: Command) -> Result<()> {
 /// the toolkit root (`.../site-packages/nvidia/cu13`).
 fn cuda_setup(root: &Path) -> Result<PathBuf> {
     let req = root.join("xtask/cuda-requirements.txt");
-    let pins =
-        std::fs::read_to_string(&req).with_context(|| format!("reading {}", req.display()))?;
+    let pins = std::fs::read_to_string(&req).with_context(|| format!("reading {}", req.display()))?;
     let venv = root.join("target/cuda-venv");
     let stamp = venv.join("cuzk-cuda-pins.txt");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(pins.as_str()) {
@@ -65,15 +64,7 @@ fn cuda_setup(root: &Path) -> Result<PathBuf> {
             run(c).context("making the CUDA virtualenv (needs python3 with venv)")?;
         }
         let mut c = Command::new(venv.join("bin/pip"));
-        c.args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--require-hashes",
-            "-r",
-        ])
-        .arg(&req);
+        c.args(["install", "--quiet", "--disable-pip-version-check", "--no-deps", "--require-hashes", "-r"]).arg(&req);
         run(c).context("installing the pinned CUDA wheels (needs network access to PyPI)")?;
         std::fs::write(venv.join("cuzk-cuda-pins.txt.tmp"), &pins)?;
         std::fs::rename(venv.join("cuzk-cuda-pins.txt.tmp"), &stamp)?;
@@ -91,15 +82,8 @@ fn cuda_setup(root: &Path) -> Result<PathBuf> {
 /// A cargo command with the CUDA toolkit of `home` in its environment.
 fn cuda_cargo(home: &Path) -> Command {
     let mut c = cargo();
-    let path = format!(
-        "{}:{}",
-        home.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    c.env("CUDA_HOME", home)
-        .env("CUDA_PATH", home)
-        .env("PATH", path)
-        .env("LIBRARY_PATH", home.join("lib"));
+    let path = format!("{}:{}", home.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    c.env("CUDA_HOME", home).env("CUDA_PATH", home).env("PATH", path).env("LIBRARY_PATH", home.join("lib"));
     c
 }
 
@@ -108,8 +92,7 @@ fn cuda_cargo(home: &Path) -> Command {
 fn build_cuda_bin(root: &Path, package: &str, feature: &str, bin: &str) -> Result<PathBuf> {
     let home = cuda_setup(root)?;
     let mut c = cuda_cargo(&home);
-    c.current_dir(root)
-        .args(["build", "--release", "-p", package, "--features", feature]);
+    c.current_dir(root).args(["build", "--release", "-p", package, "--features", feature]);
     run(c)?;
     let dir = root.join("target/cuda-bin");
     std::fs::create_dir_all(&dir)?;
@@ -137,17 +120,12 @@ fn gpu_pack(root: &Path) -> Result<()> {
     std::fs::copy(&bin, tmp.join("cuzk"))?;
     std::fs::copy(&harness, tmp.join("cuzk-supraseal"))?;
     let mut c = Command::new("cp");
-    c.arg("-r")
-        .arg(root.join("fixtures/2kib"))
-        .arg(tmp.join("fixtures/2kib"));
+    c.arg("-r").arg(root.join("fixtures/2kib")).arg(tmp.join("fixtures/2kib"));
     run(c)?;
     std::fs::copy(root.join("xtask/gpu-check.sh"), tmp.join("gpu-check.sh"))?;
     let _ = std::fs::remove_dir_all(&pack);
     std::fs::rename(&tmp, &pack)?;
-    println!(
-        "packed {} (carry it to the GPU machine and run: bash gpu-check.sh OUTDIR)",
-        pack.display()
-    );
+    println!("packed {} (carry it to the GPU machine and run: bash gpu-check.sh OUTDIR)", pack.display());
     Ok(())
 }
 
@@ -155,22 +133,16 @@ fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let cmd = args.next().unwrap_or_default();
     let rest: Vec<String> = args.collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize()?;
     match cmd.as_str() {
         "demo" => {
             let mut c = cargo();
-            c.current_dir(&root)
-                .args(["run", "--release", "-p", "cuzk-cli", "--", "demo"])
-                .args(&rest);
+            c.current_dir(&root).args(["run", "--release", "-p", "cuzk-cli", "--", "demo"]).args(&rest);
             run(c)
         }
         "test" => {
             let mut c = cargo();
-            c.current_dir(&root)
-                .args(["test", "--workspace"])
-                .args(&rest);
+            c.current_dir(&root).args(["test", "--workspace"]).args(&rest);
             run(c)
         }
         "bench-params" => {
@@ -225,16 +197,7 @@ fn main() -> Result<()> {
             run(c)?;
             // Compile the CUDA tests too, so they cannot rot on machines without a GPU.
             let mut c = cuda_cargo(&home);
-            c.current_dir(&root).args([
-                "test",
-                "--no-run",
-                "--profile",
-                "test",
-                "-p",
-                "cuzk-gpu",
-                "--features",
-                "cuzk-gpu/cuda",
-            ]);
+            c.current_dir(&root).args(["test", "--no-run", "--profile", "test", "-p", "cuzk-gpu", "--features", "cuzk-gpu/cuda"]);
             run(c)
         }
         "check-deps" => check_deps::run(&root),

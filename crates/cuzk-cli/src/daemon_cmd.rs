@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use cuzk_core::mem::{self, human_bytes};
 use cuzk_core::atomic::write_atomically;
-use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_filecoin::porep::verify;
+use cuzk_core::mem::{self, human_bytes};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use cuzk_daemon::DaemonConfig;
+use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
+use cuzk_filecoin::porep::verify;
 use serde::Serialize;
 
 use crate::{load_input, make_devices, BackendArg, SectorArgs};
@@ -200,7 +200,15 @@ fn report(r: &proto::AwaitProofResponse, out: Option<&Path>) -> Result<ExitCode>
         r.synthesis_ms,
         r.gpu_compute_ms,
         r.total_ms,
-        if r.status == AwaitStatus::Completed as i32 { if r.verified { ", verified with verify_seal" } else { ", NOT verified" } } else { "" }
+        if r.status == AwaitStatus::Completed as i32 {
+            if r.verified {
+                ", verified with verify_seal"
+            } else {
+                ", NOT verified"
+            }
+        } else {
+            ""
+        }
     );
     if r.status != AwaitStatus::Completed as i32 {
         return Ok(ExitCode::from(1));
@@ -216,17 +224,34 @@ fn status_text(s: &proto::GetStatusResponse) -> String {
     let mut t = String::new();
     use std::fmt::Write as _;
     let _ = writeln!(t, "uptime {} s{}", s.uptime_seconds, if s.draining { " (draining)" } else { "" });
-    let _ = writeln!(t, "proofs: {} completed, {} failed, {} cancelled", s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled);
+    let _ = writeln!(
+        t,
+        "proofs: {} completed, {} failed, {} cancelled",
+        s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled
+    );
     for g in &s.gpus {
         let _ = writeln!(t, "device {}: {}", g.ordinal, g.name);
     }
     for x in &s.loaded_srs {
-        let _ = writeln!(t, "resident {}: parameters {}, PCE {}, in use by {}", x.circuit_id, human_bytes(x.size_bytes), human_bytes(x.pce_bytes), x.ref_count);
+        let _ = writeln!(
+            t,
+            "resident {}: parameters {}, PCE {}, in use by {}",
+            x.circuit_id,
+            human_bytes(x.size_bytes),
+            human_bytes(x.pce_bytes),
+            x.ref_count
+        );
     }
     for q in &s.queues {
         let _ = writeln!(t, "queue {}: {} pending, {} in progress", q.proof_kind, q.pending, q.in_progress);
     }
-    let _ = writeln!(t, "memory: budget {} of {} in use, RSS {}", human_bytes(s.budget_in_use_bytes), human_bytes(s.budget_bytes), human_bytes(s.rss_bytes));
+    let _ = writeln!(
+        t,
+        "memory: budget {} of {} in use, RSS {}",
+        human_bytes(s.budget_in_use_bytes),
+        human_bytes(s.budget_bytes),
+        human_bytes(s.rss_bytes)
+    );
     t
 }
 
@@ -370,7 +395,8 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
     } else {
         let engine = cuzk_pipeline::Engine::start(cuzk_daemon::server::engine_config(&cfg, devices.clone()))?;
         let t = Instant::now();
-        let tickets: Vec<_> = (0..n).map(|_| engine.submit(crate::kinds().porep.job(input.clone(), Default::default()))).collect::<Result<_, _>>()?;
+        let tickets: Vec<_> =
+            (0..n).map(|_| engine.submit(crate::kinds().porep.job(input.clone(), Default::default()))).collect::<Result<_, _>>()?;
         let outs: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
         let wall_s = t.elapsed().as_secs_f64();
         engine.shutdown();
@@ -439,7 +465,15 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
         done.sort_by(|a, b| a.0.total_cmp(&b.0));
         let series = done.into_iter().map(|(_, r)| r).collect::<Vec<_>>();
         eprintln!("daemon: {completed}/{n} in {wall_s:.2} s");
-        anyhow::Ok((PhaseReport { jobs: n, wall_s, s_per_proof: wall_s / n as f64, completed, verified }, resub, same, ids.len(), hw, budget, series))
+        anyhow::Ok((
+            PhaseReport { jobs: n, wall_s, s_per_proof: wall_s / n as f64, completed, verified },
+            resub,
+            same,
+            ids.len(),
+            hw,
+            budget,
+            series,
+        ))
     })?;
     // Growth is judged from the RSS after the first fifth of the gRPC jobs (the daemon's own
     // warm-up: its buffers for several jobs in flight) to the RSS after the last one.
@@ -464,21 +498,47 @@ pub fn bench_daemon(a: DaemonBenchArgs) -> Result<ExitCode> {
         rss_growth_after_warmup: growth,
         peak_rss_bytes: mem::snapshot().peak_bytes,
     };
-    println!("bench daemon: {n} jobs of {} on {} ({} threads), {conc} client requests in flight", a.c1.display(), report.backend, report.machine_threads);
+    println!(
+        "bench daemon: {n} jobs of {} on {} ({} threads), {conc} client requests in flight",
+        a.c1.display(),
+        report.backend,
+        report.machine_threads
+    );
     if let Some(p) = &report.in_process {
-        println!("  in process (engine)   {:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified", p.wall_s, p.s_per_proof, p.completed, p.jobs, p.verified);
+        println!(
+            "  in process (engine)   {:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified",
+            p.wall_s, p.s_per_proof, p.completed, p.jobs, p.verified
+        );
     }
     let d = &report.daemon;
-    println!("  daemon (gRPC loopback){:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified", d.wall_s, d.s_per_proof, d.completed, d.jobs, d.verified);
+    println!(
+        "  daemon (gRPC loopback){:>8.2} s  {:>7.3} s/proof  {}/{} completed, {} verified",
+        d.wall_s, d.s_per_proof, d.completed, d.jobs, d.verified
+    );
     if let Some(r) = report.daemon_over_in_process {
         println!("  daemon / in process   {r:>8.3}x");
     }
-    println!("  resubmissions: {} of {} got the same job back; distinct job ids {} for {n} jobs", report.resubmissions_same_job, report.resubmissions, report.distinct_job_ids);
-    println!("  budget high water {} of {}; RSS after warm-up {}, after the last job {} ({:+.2} %), peak {}", human_bytes(hw), human_bytes(budget), human_bytes(base), human_bytes(last), growth * 100.0, human_bytes(report.peak_rss_bytes));
+    println!(
+        "  resubmissions: {} of {} got the same job back; distinct job ids {} for {n} jobs",
+        report.resubmissions_same_job, report.resubmissions, report.distinct_job_ids
+    );
+    println!(
+        "  budget high water {} of {}; RSS after warm-up {}, after the last job {} ({:+.2} %), peak {}",
+        human_bytes(hw),
+        human_bytes(budget),
+        human_bytes(base),
+        human_bytes(last),
+        growth * 100.0,
+        human_bytes(report.peak_rss_bytes)
+    );
     if let Some(p) = &a.json {
         write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
     }
-    let ok = d.completed == n && d.verified == n && report.distinct_job_ids == n && report.resubmissions_same_job == report.resubmissions && hw <= budget
+    let ok = d.completed == n
+        && d.verified == n
+        && report.distinct_job_ids == n
+        && report.resubmissions_same_job == report.resubmissions
+        && hw <= budget
         && report.in_process.as_ref().is_none_or(|p| p.completed == n);
     if !ok {
         eprintln!("error: the load test failed (lost, unverified or duplicated jobs, or the budget was exceeded)");

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use cuzk_core::mem::{self, StageTracer};
 use cuzk_core::atomic::write_atomically;
+use cuzk_core::mem::{self, StageTracer};
 use cuzk_core::params;
 use cuzk_filecoin::porep::c1::C1;
-use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::params::ParamPaths;
+use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::test_params::Ensured;
 use cuzk_filecoin::porep::verify::{self, Verdict};
 use cuzk_filecoin::porep::{reference_prover, seal, PorepInput, RegisteredSealProof};
@@ -163,12 +163,11 @@ struct EngineArgs {
 /// The proving devices for the pipeline: every visible CUDA device (`CUDA_VISIBLE_DEVICES`
 /// is honoured by the CUDA runtime) or the CPU.
 fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
-    let cpu = || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+    let cpu =
+        || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
     let gpus = || -> Result<Vec<cuzk_pipeline::Device>, cuzk_gpu::GpuError> {
         let n = cuzk_gpu::devices()?.len();
-        (0..n)
-            .map(|i| Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend: std::sync::Arc::from(cuzk_gpu::open(i)?) }))
-            .collect()
+        (0..n).map(|i| Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend: std::sync::Arc::from(cuzk_gpu::open(i)?) })).collect()
     };
     match b {
         BackendArg::Cpu => Ok(cpu()),
@@ -484,13 +483,8 @@ enum BenchCmd {
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -524,38 +518,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// The bundled fixture, found next to the binary's source tree or the working directory.
 fn bundled_c1() -> Result<PathBuf> {
     let rel = Path::new("fixtures/2kib/c1.json");
-    let candidates = [
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel),
-        rel.to_path_buf(),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.exists())
-        .cloned()
-        .with_context(|| format!("bundled fixture {} not found; pass --c1", rel.display()))
+    let candidates = [PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel), rel.to_path_buf()];
+    candidates.iter().find(|p| p.exists()).cloned().with_context(|| format!("bundled fixture {} not found; pass --c1", rel.display()))
 }
 
 /// C1 plus the sector it is for, from the flags and the metadata file next to it.
 fn load_input(c1_path: &Path, s: &SectorArgs) -> Result<(C1, SectorIdentity)> {
     let meta_path = sector::meta_path_for(c1_path);
-    let meta = if meta_path.exists() {
-        Some(SectorMeta::load(&meta_path)?)
-    } else {
-        None
-    };
+    let meta = if meta_path.exists() { Some(SectorMeta::load(&meta_path)?) } else { None };
     let expected: Option<RegisteredSealProof> = match &s.sector_size {
         Some(size) => Some(sector::registered_proof(sector::parse_sector_size(size)?)?),
         None => meta.as_ref().map(|m| m.registered_proof),
     };
     let c1 = C1::load(c1_path, expected)?;
     let pick = |flag: Option<u64>, from_meta: Option<u64>, name: &str| -> Result<u64> {
-        flag.or(from_meta).with_context(|| {
-            format!(
-                "--{name} is required: no {} next to {}",
-                meta_path.display(),
-                c1_path.display()
-            )
-        })
+        flag.or(from_meta).with_context(|| format!("--{name} is required: no {} next to {}", meta_path.display(), c1_path.display()))
     };
     let identity = SectorIdentity {
         miner_id: pick(s.miner_id, meta.as_ref().map(|m| m.miner_id), "miner-id")?,
@@ -596,7 +573,14 @@ fn prove_with(c1: C1, identity: SectorIdentity, engine: &EngineArgs, verify: boo
     }
     let rp = input.c1.registered_proof;
     let params = kind.shared_params(rp, &tracer)?;
-    tracing::info!(h = params.h.len(), l = params.l.len(), a = params.a.len(), b_g1 = params.b_g1.len(), b_g2 = params.b_g2.len(), "parameters loaded");
+    tracing::info!(
+        h = params.h.len(),
+        l = params.l.len(),
+        a = params.a.len(),
+        b_g1 = params.b_g1.len(),
+        b_g2 = params.b_g2.len(),
+        "parameters loaded"
+    );
     if engine.engine == Engine::Bellperson {
         let proof = reference_prover::prove(&input.c1, &input.identity, &params, &tracer)?;
         drop(params);
@@ -716,7 +700,11 @@ fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
             "parameters present: {} ({}; h {}, l {}, a {}, b_g1 {}, b_g2 {})",
             paths.params.display(),
             mem::human_bytes(l.file_bytes as u64),
-            l.h, l.l, l.a, l.b_g1, l.b_g2
+            l.h,
+            l.l,
+            l.a,
+            l.b_g1,
+            l.b_g2
         ),
         Ensured::Generated { report, seconds, layout } => {
             println!("WARNING: generated INSECURE TEST PARAMETERS (the trapdoor was known to this process); never use them on the network");
@@ -810,7 +798,8 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
 fn gen_c1(a: GenC1Args) -> Result<()> {
     let size = sector::parse_sector_size(&a.sector_size)?;
     if a.synthetic {
-        let command = format!("cuzk gen-c1 --synthetic --sector-size {} --seed {} --out {}", sector::size_name(size), a.seed, a.out.display());
+        let command =
+            format!("cuzk gen-c1 --synthetic --sector-size {} --seed {} --out {}", sector::size_name(size), a.seed, a.out.display());
         let t = std::time::Instant::now();
         let meta = cuzk_filecoin::porep::synthetic::write(sector::registered_proof(size)?, a.seed, &a.out, &command)?;
         println!(
@@ -831,12 +820,7 @@ fn gen_c1(a: GenC1Args) -> Result<()> {
     );
     let identity = SectorIdentity { miner_id: a.miner_id, sector_number: a.sector_number };
     let meta = seal::gen_c1(size, a.seed, identity, &a.out, &command)?;
-    println!(
-        "wrote {}/c1.json and c1.meta.json ({:?}, comm_r {})",
-        a.out.display(),
-        meta.registered_proof,
-        meta.comm_r
-    );
+    println!("wrote {}/c1.json and c1.meta.json ({:?}, comm_r {})", a.out.display(), meta.registered_proof, meta.comm_r);
     Ok(())
 }
 
@@ -851,7 +835,17 @@ fn params_cmd(p: ParamsCmd) -> Result<()> {
             let paths = ParamPaths::for_proof(proof_for(&sector_size)?)?;
             let l = params::check_params_file(&paths.params)?;
             let ic = params::check_vk_file(&paths.vk)?;
-            println!("{}: ok ({} bytes, ic {}, h {}, l {}, a {}, b_g1 {}, b_g2 {})", paths.params.display(), l.file_bytes, l.ic, l.h, l.l, l.a, l.b_g1, l.b_g2);
+            println!(
+                "{}: ok ({} bytes, ic {}, h {}, l {}, a {}, b_g1 {}, b_g2 {})",
+                paths.params.display(),
+                l.file_bytes,
+                l.ic,
+                l.h,
+                l.l,
+                l.a,
+                l.b_g1,
+                l.b_g2
+            );
             println!("{}: ok (ic {ic})", paths.vk.display());
             if paths.test_marker.exists() {
                 println!("these are INSECURE TEST PARAMETERS made by cuzk");
@@ -883,25 +877,23 @@ fn pce_cmd(p: PceCmd) -> Result<()> {
     cuzk_pce::cache::load(&path, &id.identity).map_err(|r| anyhow::anyhow!("{}: cache just written is unusable: {r}", path.display()))?;
     let load_s = t.elapsed().as_secs_f64();
     match outcome {
-        cuzk_pce::cache::Outcome::Built { seconds, file_bytes, reason } => println!(
-            "extracted in {seconds:.2} s ({reason}); cache {} ({})",
-            path.display(),
-            mem::human_bytes(file_bytes)
-        ),
-        cuzk_pce::cache::Outcome::Loaded { seconds, file_bytes } => println!(
-            "loaded from cache in {seconds:.2} s: {} ({})",
-            path.display(),
-            mem::human_bytes(file_bytes)
-        ),
+        cuzk_pce::cache::Outcome::Built { seconds, file_bytes, reason } => {
+            println!("extracted in {seconds:.2} s ({reason}); cache {} ({})", path.display(), mem::human_bytes(file_bytes))
+        }
+        cuzk_pce::cache::Outcome::Loaded { seconds, file_bytes } => {
+            println!("loaded from cache in {seconds:.2} s: {} ({})", path.display(), mem::human_bytes(file_bytes))
+        }
     }
     println!("cache load time: {load_s:.3} s");
     let dens = |bits: &[u64], n: usize| 100.0 * cuzk_pce::matrix::popcount(bits) as f64 / n.max(1) as f64;
-    println!(
-        "constraints {} (incl. {} input rows), inputs {}, aux {}",
-        pce.num_constraints, pce.num_inputs, pce.num_inputs, pce.num_aux
-    );
+    println!("constraints {} (incl. {} input rows), inputs {}, aux {}", pce.num_constraints, pce.num_inputs, pce.num_inputs, pce.num_aux);
     for (name, m) in [("A", &pce.a), ("B", &pce.b), ("C", &pce.c)] {
-        println!("  {name}: nnz {:>10}  {:>10}  {:.2} bytes/nnz", m.nnz(), mem::human_bytes(m.bytes() as u64), m.bytes() as f64 / m.nnz().max(1) as f64);
+        println!(
+            "  {name}: nnz {:>10}  {:>10}  {:.2} bytes/nnz",
+            m.nnz(),
+            mem::human_bytes(m.bytes() as u64),
+            m.bytes() as f64 / m.nnz().max(1) as f64
+        );
     }
     println!(
         "densities: A-aux {:.1}%, B-input {} of {}, B-aux {:.1}%; {} distinct coefficients",
@@ -934,10 +926,17 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 r.circuits,
                 r.constraints,
                 r.threads,
-                if compare_old { " (--compare-old: both paths' results held at once)" } else { " (old results dropped before the new path; compared by digest)" }
+                if compare_old {
+                    " (--compare-old: both paths' results held at once)"
+                } else {
+                    " (old results dropped before the new path; compared by digest)"
+                }
             );
             println!("  old path (full synthesis)     {:>8.3} s", r.old_seconds);
-            println!("  new path (witness + mat-vec)  {:>8.3} s  = witness {:.3} s + mat-vec {:.3} s", r.new_seconds, r.witness_seconds, r.matvec_seconds);
+            println!(
+                "  new path (witness + mat-vec)  {:>8.3} s  = witness {:.3} s + mat-vec {:.3} s",
+                r.new_seconds, r.witness_seconds, r.matvec_seconds
+            );
             println!("  speedup                       {:>8.2}x  (witness: {})", r.speedup, r.witness_mode);
             println!(
                 "  core-seconds: old {:.3}, new {:.3} (witness {:.3} + mat-vec {:.3}) -> {:.2}x",
@@ -994,7 +993,10 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             let (pce, _) = kinds().porep.shared_pce(c1.registered_proof)?;
             let (plain, profiled, rows) = cuzk_filecoin::porep::pce::profile_witness(&c1, &id, &pce, depth)?;
             let per = plain * 1e6 / pce.num_constraints.max(1) as f64;
-            println!("witness of one partition: {plain:.3} s plain ({per:.3} us/constraint, {} constraints), {profiled:.3} s profiled", pce.num_constraints);
+            println!(
+                "witness of one partition: {plain:.3} s plain ({per:.3} us/constraint, {} constraints), {profiled:.3} s profiled",
+                pce.num_constraints
+            );
             println!("{:>8} {:>6} {:>8} {:>11} {:>11}  namespace", "incl s", "incl %", "self s", "allocs", "constraints");
             let total = rows.first().map(|r| r.seconds).unwrap_or(0.0).max(1e-12);
             for r in rows.iter().take(top) {
@@ -1015,14 +1017,36 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::Partition { c1, sector, backend, partition, reps, matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, json } => {
+        BenchCmd::Partition {
+            c1,
+            sector,
+            backend,
+            partition,
+            reps,
+            matvec,
+            overlap,
+            srs_seed,
+            params: params_in,
+            write_params,
+            rs_seed,
+            json,
+        } => {
             let (c1, id) = load_input(&c1, &sector)?;
             if c1.synthetic {
                 println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
             }
             let backend = make_backend(backend)?;
             let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
-            let o = crate::bench::partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
+            let o = crate::bench::partition::Options {
+                partition,
+                reps,
+                places: matvec,
+                overlap,
+                srs_seed,
+                params: params_in,
+                write_params,
+                rs_seed,
+            };
             let r = crate::bench::partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
             let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
             println!(
@@ -1032,7 +1056,13 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
             println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
             println!("  CPU mat-vec    {:>8.3} s  ({:.1} core-s)", r.cpu_matvec_seconds, r.cpu_matvec_cpu_seconds);
-            println!("  parameters     {:>8.3} s  ({}; {:.2} GiB as a file; RSS after {:.1} GiB)", r.srs_seconds, r.srs_source, gib(r.srs_file_bytes as u64), gib(r.rss_after_srs_bytes));
+            println!(
+                "  parameters     {:>8.3} s  ({}; {:.2} GiB as a file; RSS after {:.1} GiB)",
+                r.srs_seconds,
+                r.srs_source,
+                gib(r.srs_file_bytes as u64),
+                gib(r.rss_after_srs_bytes)
+            );
             if let Some(w) = r.params_write_seconds {
                 println!("  params written {w:>8.3} s");
             }
@@ -1047,7 +1077,12 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
                 );
             }
             for m in &r.medians {
-                println!("  warm median, mat-vec {:?}, overlap {}: {}", m.matvec, on_off(m.overlap), m.seconds.map_or("-".into(), |v| format!("{v:.3} s")));
+                println!(
+                    "  warm median, mat-vec {:?}, overlap {}: {}",
+                    m.matvec,
+                    on_off(m.overlap),
+                    m.seconds.map_or("-".into(), |v| format!("{v:.3} s"))
+                );
             }
             let show = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
             println!(
@@ -1118,7 +1153,10 @@ fn bench(b: BenchCmd) -> Result<ExitCode> {
             let params = kinds().porep.shared_params(c1.registered_proof, &StageTracer::new())?;
             let backend = make_backend(backend)?;
             let rows = crate::bench::prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
-            println!("{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}", "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup");
+            println!(
+                "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
+                "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup"
+            );
             for r in &rows {
                 println!(
                     "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9.3} {:>9.3} {:>7.2}x",

@@ -15,11 +15,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use cuzk_core::mem::{self, human_bytes, StageTracer};
 use cuzk_core::atomic::write_atomically;
+use cuzk_core::mem::{self, human_bytes, StageTracer};
 use cuzk_filecoin::porep::{reference_prover, verify, PorepInput};
-use cuzk_pipeline::JobOptions;
 use cuzk_pipeline::trace::StageSummary;
+use cuzk_pipeline::JobOptions;
 use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
 use serde::Serialize;
 
@@ -240,8 +240,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let _ = cuzk_gpu::take_stage_log();
     let start = trace.now();
     let t = Instant::now();
-    let tickets: Vec<_> =
-        (0..a.num_proofs).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
+    let tickets: Vec<_> = (0..a.num_proofs).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     let ids: Vec<u64> = tickets.iter().map(|t| t.id).collect();
     let mut finished = Vec::new();
     let mut all_verified = true;
@@ -264,8 +263,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     mark(&format!("{} proofs done, j = {} (peak {})", a.num_proofs, a.jobs, human_bytes(peak)));
     let high_water = engine.budget().high_water();
     // Whole device calls (the quotient's per-step entries are inside its total).
-    let device_call_s: f64 =
-        cuzk_gpu::take_stage_log().iter().filter(|(name, _)| !name.starts_with("quotient: ")).map(|(_, s)| s).sum();
+    let device_call_s: f64 = cuzk_gpu::take_stage_log().iter().filter(|(name, _)| !name.starts_with("quotient: ")).map(|(_, s)| s).sum();
     engine.shutdown();
     mem::malloc_trim();
     let rss_drop = mark("after drop (engine shut down, malloc_trim)");
@@ -409,7 +407,11 @@ fn print_report(r: &Report) {
         "  measured peak (sampled, 100 ms)     {}   VmHWM {}  → {}",
         human_bytes(r.peak_rss_bytes),
         human_bytes(r.vm_hwm_bytes),
-        if r.memory_model_ok { format!("PASS (within the model + {:.0} %)", MODEL_SLACK * 100.0) } else { "FAIL: the peak exceeds the model".into() }
+        if r.memory_model_ok {
+            format!("PASS (within the model + {:.0} %)", MODEL_SLACK * 100.0)
+        } else {
+            "FAIL: the peak exceeds the model".into()
+        }
     );
     println!(
         "leak check: RSS after warm-up {}, after the last drop {} → {:+.2} % {}",
@@ -419,7 +421,11 @@ fn print_report(r: &Report) {
         if r.leak_ok { "PASS" } else { "FAIL" }
     );
     if let Some((g, p, bytes)) = r.projection {
-        println!("projection: {g} GPUs × {p} pipelines would need about {} of host memory (static + {} × measured per-pipeline peak)", human_bytes(bytes), g * p);
+        println!(
+            "projection: {g} GPUs × {p} pipelines would need about {} of host memory (static + {} × measured per-pipeline peak)",
+            human_bytes(bytes),
+            g * p
+        );
     }
     println!("all proofs verified with verify_seal: {}", r.all_verified);
 }

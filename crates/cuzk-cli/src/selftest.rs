@@ -76,8 +76,7 @@ pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, rep
     }
     let cpu: Arc<dyn Backend> = Arc::new(cuzk_core::backend::cpu::CpuBackend::new());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let rs: Vec<(Scalar, Scalar)> =
-        (0..report.partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let rs: Vec<(Scalar, Scalar)> = (0..report.partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
     // Verified separately below, so that a wrong proof is reported, not just refused.
     let opts = JobOptions { randomness: Some(rs), verify: false };
     let input = Arc::new(PorepInput { c1, identity: id });
@@ -87,8 +86,8 @@ pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, rep
         for k in 0..repeats.max(1) {
             let _ = cuzk_gpu::take_stage_log();
             let t = Instant::now();
-            let run = crate::engine_run::prove_one(b.clone(), input.clone(), opts.clone())
-                .with_context(|| format!("proving on {}", b.name()))?;
+            let run =
+                crate::engine_run::prove_one(b.clone(), input.clone(), opts.clone()).with_context(|| format!("proving on {}", b.name()))?;
             let seconds = t.elapsed().as_secs_f64();
             println!("  prove on {:<40} run {k}: {seconds:>8.3} s", b.name());
             report.runs.push(ProveRow {
@@ -119,7 +118,12 @@ pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, rep
 pub fn check(r: &Report) -> Result<()> {
     let failed: Vec<&CaseRow> = r.conformance.iter().filter(|c| c.failure.is_some()).collect();
     if !failed.is_empty() {
-        bail!("{} conformance case(s) failed on {}: {}", failed.len(), r.backend, failed.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "));
+        bail!(
+            "{} conformance case(s) failed on {}: {}",
+            failed.len(),
+            r.backend,
+            failed.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
     if !r.proofs_equal {
         bail!("the {} proof differs from the CPU proof for the same r and s", r.backend);

@@ -129,7 +129,8 @@ fn bad_c1_files_fail_cleanly() {
     for (file, bytes, says) in cases {
         let p = dir.path().join(file);
         std::fs::write(&p, bytes).unwrap();
-        let o = cuzk(&["prove", "--c1", s(&p), "--out", s(&out), "--sector-size", "2KiB", "--miner-id", "1000", "--sector-number", "1"], &[]);
+        let o =
+            cuzk(&["prove", "--c1", s(&p), "--out", s(&out), "--sector-size", "2KiB", "--miner-id", "1000", "--sector-number", "1"], &[]);
         assert_clean_failure(&o, file, says, &out);
     }
     // Wrong sector size for the file.
@@ -256,7 +257,23 @@ fn daemon_serves_clients_and_drains_on_sigterm() {
     assert!(o.status.success() && text(&o.stdout).contains("device 0: cpu"), "{}", text(&o.stdout));
     let garbage = dir.path().join("garbage.json");
     std::fs::write(&garbage, "{\"not\": \"a c1\"}").unwrap();
-    let o = cuzk(&["client", "--addr", &addr, "prove", "--c1", s(&garbage), "--miner-id", "1", "--sector-number", "1", "--out", s(&dir.path().join("g.proof"))], &[]);
+    let o = cuzk(
+        &[
+            "client",
+            "--addr",
+            &addr,
+            "prove",
+            "--c1",
+            s(&garbage),
+            "--miner-id",
+            "1",
+            "--sector-number",
+            "1",
+            "--out",
+            s(&dir.path().join("g.proof")),
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stdout).contains("FAILED") && text(&o.stdout).contains("vanilla_proof"), "{}", text(&o.stdout));
     assert!(!dir.path().join("g.proof").exists(), "a failed job writes no proof");

@@ -29,11 +29,8 @@ pub fn temp_files(target: &Path) -> Vec<PathBuf> {
     let dir = target.parent().unwrap_or(Path::new("."));
     let prefix = temp_prefix(target);
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect();
+    let mut v: Vec<PathBuf> =
+        rd.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).map(|e| e.path()).collect();
     v.sort();
     v
 }

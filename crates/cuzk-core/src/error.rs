@@ -40,17 +40,11 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 
     /// A parameter-file problem for `path`.
     pub fn params(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::Params {
-            path: path.into(),
-            reason: reason.into(),
-        }
+        Error::Params { path: path.into(), reason: reason.into() }
     }
 }

@@ -36,13 +36,7 @@ impl BatchNormalize for G1Projective {
         let ptrs = [src.as_ptr() as *const blst::blst_p1, std::ptr::null()];
         // SAFETY: G1Projective and G1Affine are repr(transparent) over blst_p1 and
         // blst_p1_affine; `dst` has room for `src.len()` points; no point is at infinity.
-        unsafe {
-            blst::blst_p1s_to_affine(
-                dst.as_mut_ptr() as *mut blst::blst_p1_affine,
-                ptrs.as_ptr(),
-                src.len(),
-            )
-        };
+        unsafe { blst::blst_p1s_to_affine(dst.as_mut_ptr() as *mut blst::blst_p1_affine, ptrs.as_ptr(), src.len()) };
     }
 
     fn add_distinct(acc: &mut Self, p: &G1Affine) {
@@ -61,13 +55,7 @@ impl BatchNormalize for G2Projective {
         debug_assert!(src.iter().all(|p| !bool::from(p.is_identity())));
         let ptrs = [src.as_ptr() as *const blst::blst_p2, std::ptr::null()];
         // SAFETY: as for G1: repr(transparent) blst types, sized destination, no infinity.
-        unsafe {
-            blst::blst_p2s_to_affine(
-                dst.as_mut_ptr() as *mut blst::blst_p2_affine,
-                ptrs.as_ptr(),
-                src.len(),
-            )
-        };
+        unsafe { blst::blst_p2s_to_affine(dst.as_mut_ptr() as *mut blst::blst_p2_affine, ptrs.as_ptr(), src.len()) };
     }
 
     fn add_distinct(acc: &mut Self, p: &G2Affine) {
@@ -134,9 +122,7 @@ where
     /// The window width (at most 20 bits, a 650 MB G1 table) that minimises the additions
     /// for `n` points: `n` per window plus `2^(w-1)` per window to build the table.
     pub fn window_for(n: usize) -> usize {
-        (4..=20)
-            .min_by_key(|&w| windows_for(w) * (n + (1usize << (w - 1))))
-            .unwrap_or(16)
+        (4..=20).min_by_key(|&w| windows_for(w) * (n + (1usize << (w - 1)))).unwrap_or(16)
     }
 
     /// `s·G` in projective form.
@@ -187,25 +173,20 @@ where
     /// As [`Self::batch_mul`], writing into `out` (same length as `scalars`).
     pub fn batch_mul_into(&self, scalars: &[Scalar], out: &mut [G::AffineRepr]) {
         assert_eq!(scalars.len(), out.len());
-        scalars
-            .par_chunks(CHUNK)
-            .zip(out.par_chunks_mut(CHUNK))
-            .for_each(|(s, o)| {
-                let nonzero: Vec<usize> = (0..s.len())
-                    .filter(|&i| !bool::from(s[i].is_zero()))
-                    .collect();
-                let proj: Vec<G> = nonzero.iter().map(|&i| self.mul(&s[i])).collect();
-                if nonzero.len() == s.len() {
-                    G::normalize_batch(&proj, o);
-                } else {
-                    let mut aff = vec![G::AffineRepr::identity(); proj.len()];
-                    G::normalize_batch(&proj, &mut aff);
-                    o.fill(G::AffineRepr::identity());
-                    for (k, &i) in nonzero.iter().enumerate() {
-                        o[i] = aff[k];
-                    }
+        scalars.par_chunks(CHUNK).zip(out.par_chunks_mut(CHUNK)).for_each(|(s, o)| {
+            let nonzero: Vec<usize> = (0..s.len()).filter(|&i| !bool::from(s[i].is_zero())).collect();
+            let proj: Vec<G> = nonzero.iter().map(|&i| self.mul(&s[i])).collect();
+            if nonzero.len() == s.len() {
+                G::normalize_batch(&proj, o);
+            } else {
+                let mut aff = vec![G::AffineRepr::identity(); proj.len()];
+                G::normalize_batch(&proj, &mut aff);
+                o.fill(G::AffineRepr::identity());
+                for (k, &i) in nonzero.iter().enumerate() {
+                    o[i] = aff[k];
                 }
-            });
+            }
+        });
     }
 }
 
@@ -236,14 +217,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     fn edge_scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
-        let mut v = vec![
-            Scalar::ZERO,
-            Scalar::ONE,
-            -Scalar::ONE,
-            Scalar::from(2u64),
-            Scalar::from(u64::MAX),
-            -Scalar::from(1u64 << 40),
-        ];
+        let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64), Scalar::from(u64::MAX), -Scalar::from(1u64 << 40)];
         v.extend((0..n).map(|_| Scalar::random(&mut *rng)));
         v
     }

@@ -133,11 +133,8 @@ pub fn popcount(bits: &[u64]) -> usize {
 pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     const B: usize = 1 << 14; // a multiple of 64
     let picked = |base: usize, j: usize| bits.get((base + j) / 64).is_some_and(|w| w >> ((base + j) % 64) & 1 == 1);
-    let counts: Vec<usize> = values
-        .par_chunks(B)
-        .enumerate()
-        .map(|(k, chunk)| (0..chunk.len()).filter(|&j| picked(k * B, j)).count())
-        .collect();
+    let counts: Vec<usize> =
+        values.par_chunks(B).enumerate().map(|(k, chunk)| (0..chunk.len()).filter(|&j| picked(k * B, j)).count()).collect();
     let total: usize = counts.iter().sum();
     let mut out: Vec<Scalar> = Vec::with_capacity(total);
     {
@@ -166,9 +163,7 @@ pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
 }
 
 fn mismatch(what: &str, params: usize, circuit: usize) -> Error {
-    Error::ParamLayout(format!(
-        "the parameters do not fit this circuit: {what} has {params} points, the circuit needs {circuit}"
-    ))
+    Error::ParamLayout(format!("the parameters do not fit this circuit: {what} has {params} points, the circuit needs {circuit}"))
 }
 
 /// The point counts of the parameters a circuit with these counts and densities needs (the
@@ -342,8 +337,7 @@ pub fn prove(
     let vk = &params.vk;
     let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_acc;
     let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b2_acc;
-    let g_c: G1Projective =
-        a_acc * s + b1_acc * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + h_acc + l_acc;
+    let g_c: G1Projective = a_acc * s + b1_acc * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + h_acc + l_acc;
     let proof = Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() };
     t.assembly = start.elapsed();
     t.wall = wall.elapsed();

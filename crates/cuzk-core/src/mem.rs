@@ -34,10 +34,7 @@ fn parse_status(status: &str) -> MemSnapshot {
             .and_then(|kb| kb.parse::<u64>().ok())
             .map_or(0, |kb| kb * 1024)
     };
-    MemSnapshot {
-        rss_bytes: field("VmRSS:"),
-        peak_bytes: field("VmHWM:"),
-    }
+    MemSnapshot { rss_bytes: field("VmRSS:"), peak_bytes: field("VmHWM:") }
 }
 
 /// Returns freed heap memory to the kernel (glibc only; a no-op elsewhere).
@@ -106,10 +103,7 @@ impl Default for StageTracer {
 impl StageTracer {
     /// A tracer whose clock starts now.
     pub fn new() -> Self {
-        StageTracer {
-            origin: Instant::now(),
-            rows: Mutex::new(Vec::new()),
-        }
+        StageTracer { origin: Instant::now(), rows: Mutex::new(Vec::new()) }
     }
 
     /// Runs `f` as stage `name`, recording its time and the memory after it.
@@ -120,12 +114,7 @@ impl StageTracer {
         let duration_s = start.elapsed().as_secs_f64();
         malloc_trim();
         let mem = snapshot();
-        tracing::info!(
-            stage = name,
-            seconds = format!("{duration_s:.3}"),
-            rss = human_bytes(mem.rss_bytes),
-            "stage done"
-        );
+        tracing::info!(stage = name, seconds = format!("{duration_s:.3}"), rss = human_bytes(mem.rss_bytes), "stage done");
         self.rows.lock().unwrap_or_else(|e| e.into_inner()).push(StageRow {
             stage: name.to_string(),
             start_s: start.duration_since(self.origin).as_secs_f64(),
@@ -157,10 +146,7 @@ impl StageTracer {
     /// A fixed-width table of the rows, one line per stage, with a final peak line.
     pub fn render(&self) -> String {
         let rows = self.rows();
-        let mut out = format!(
-            "{:<22} {:>10} {:>12} {:>12}\n",
-            "stage", "seconds", "rss", "peak rss"
-        );
+        let mut out = format!("{:<22} {:>10} {:>12} {:>12}\n", "stage", "seconds", "rss", "peak rss");
         for r in &rows {
             out.push_str(&format!(
                 "{:<22} {:>10.3} {:>12} {:>12}\n",
@@ -183,13 +169,7 @@ mod tests {
     #[test]
     fn parses_proc_status_fields() {
         let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
-        assert_eq!(
-            parse_status(s),
-            MemSnapshot {
-                rss_bytes: 1024 * 1024,
-                peak_bytes: 2048 * 1024
-            }
-        );
+        assert_eq!(parse_status(s), MemSnapshot { rss_bytes: 1024 * 1024, peak_bytes: 2048 * 1024 });
     }
 
     #[test]

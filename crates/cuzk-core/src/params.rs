@@ -48,10 +48,7 @@ impl Cursor<'_> {
         if n > left {
             return Err(Error::params(
                 self.path,
-                format!(
-                    "truncated: {what} needs {n} bytes at offset {} but only {left} remain",
-                    self.pos
-                ),
+                format!("truncated: {what} needs {n} bytes at offset {} but only {left} remain", self.pos),
             ));
         }
         let s = &self.bytes[self.pos..self.pos + n];
@@ -89,10 +86,7 @@ fn parse_sections(path: &Path, bytes: &[u8]) -> Result<Sections> {
     let (b_g1, b1_at) = c.section("b_g1", G1_BYTES)?;
     let (b_g2, b2_at) = c.section("b_g2", G2_BYTES)?;
     if c.pos != bytes.len() {
-        return Err(Error::params(
-            path,
-            format!("{} unexpected trailing bytes after the b_g2 section", bytes.len() - c.pos),
-        ));
+        return Err(Error::params(path, format!("{} unexpected trailing bytes after the b_g2 section", bytes.len() - c.pos)));
     }
     if h == 0 || l == 0 {
         return Err(Error::params(path, "empty h or l section: not a Groth16 parameter file"));
@@ -167,8 +161,7 @@ where
 pub fn load_params(path: &Path) -> Result<(Parameters<Bls12>, ParamsLayout)> {
     let m = map(path)?;
     let s = parse_sections(path, &m)?;
-    let vk = VerifyingKey::read(&m[..s.layout.vk_bytes])
-        .map_err(|e| Error::params(path, format!("bad verifying key: {e}")))?;
+    let vk = VerifyingKey::read(&m[..s.layout.vk_bytes]).map_err(|e| Error::params(path, format!("bad verifying key: {e}")))?;
     let lay = &s.layout;
     let g1 = |at: usize, n: usize, what: &str| decode::<G1Affine, 96>(path, what, &m[at..at + n * G1_BYTES]);
     let h = g1(s.h, lay.h, "h")?;
@@ -176,14 +169,7 @@ pub fn load_params(path: &Path) -> Result<(Parameters<Bls12>, ParamsLayout)> {
     let a = g1(s.a, lay.a, "a")?;
     let b_g1 = g1(s.b_g1, lay.b_g1, "b_g1")?;
     let b_g2 = decode::<G2Affine, 192>(path, "b_g2", &m[s.b_g2..s.b_g2 + lay.b_g2 * G2_BYTES])?;
-    let params = Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
-    };
+    let params = Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) };
     Ok((params, s.layout))
 }
 

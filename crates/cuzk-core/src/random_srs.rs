@@ -50,15 +50,7 @@ pub fn random_params(layout: &ParamsLayout, seed: u64) -> Parameters<Bls12> {
     let mut g2 = || (G2Affine::generator() * Scalar::random(&mut rng)).to_affine();
     let (beta_g2, gamma_g2, delta_g2) = (g2(), g2(), g2());
     let s = |k: u64| seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(k);
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1,
-        beta_g1,
-        beta_g2,
-        gamma_g2,
-        delta_g1,
-        delta_g2,
-        ic: random_points(layout.ic, s(1)),
-    };
+    let vk = VerifyingKey::<Bls12> { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic: random_points(layout.ic, s(1)) };
     Parameters {
         vk,
         h: Arc::new(random_points(layout.h, s(2))),

@@ -15,16 +15,14 @@ pub async fn connect(addr: &str) -> Result<ProvingEngineClient<Channel>, DaemonE
     let transport = |e: tonic::transport::Error| DaemonError::Transport(format!("connecting to {addr}: {e}"));
     let channel = match listen {
         Listen::Tcp(a) => Endpoint::try_from(format!("http://{a}")).map_err(transport)?.connect().await.map_err(transport)?,
-        Listen::Unix(path) => {
-            Endpoint::try_from("http://localhost")
-                .map_err(transport)?
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let path = path.clone();
-                    async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
-                }))
-                .await
-                .map_err(transport)?
-        }
+        Listen::Unix(path) => Endpoint::try_from("http://localhost")
+            .map_err(transport)?
+            .connect_with_connector(tower::service_fn(move |_: Uri| {
+                let path = path.clone();
+                async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+            }))
+            .await
+            .map_err(transport)?,
     };
     Ok(ProvingEngineClient::new(channel).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE))
 }

@@ -212,7 +212,8 @@ impl DaemonConfig {
         if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
         }
-        cuzk_core::backend::fault::parse_plans(&self.engine.inject_fault).map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
+        cuzk_core::backend::fault::parse_plans(&self.engine.inject_fault)
+            .map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
         self.witness_mode()?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;

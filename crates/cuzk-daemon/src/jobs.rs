@@ -420,9 +420,14 @@ impl Jobs {
             let v: Vec<_> = ev.iter().filter(|e| stages.contains(&e.stage)).collect();
             let a = v.iter().map(|e| e.start_s).fold(f64::INFINITY, f64::min);
             let b = v.iter().map(|e| e.end_s).fold(0.0, f64::max);
-            if v.is_empty() { 0 } else { ((b - a) * 1000.0) as u64 }
+            if v.is_empty() {
+                0
+            } else {
+                ((b - a) * 1000.0) as u64
+            }
         };
-        let sum = |stage: &str| -> u64 { (ev.iter().filter(|e| e.stage == stage).map(|e| e.end_s - e.start_s).sum::<f64>() * 1000.0) as u64 };
+        let sum =
+            |stage: &str| -> u64 { (ev.iter().filter(|e| e.stage == stage).map(|e| e.end_s - e.start_s).sum::<f64>() * 1000.0) as u64 };
         let mut t = lock(&self.s.table);
         t.in_flight -= 1;
         if let Some(j) = t.jobs.get_mut(job_id) {
@@ -510,7 +515,10 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, verify_default: 
     };
     if let (Some(a), Some(b)) = (by_number, by_size) {
         if a != b {
-            return Err(format!("registered_proof {} ({a:?}) does not match sector_size {} ({b:?})", req.registered_proof, req.sector_size));
+            return Err(format!(
+                "registered_proof {} ({a:?}) does not match sector_size {} ({b:?})",
+                req.registered_proof, req.sector_size
+            ));
         }
     }
     let expected = by_number.or(by_size);

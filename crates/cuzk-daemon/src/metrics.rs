@@ -45,8 +45,18 @@ pub fn render(svc: &Service) -> String {
         "Stage runs per pipeline stage.",
         stages.iter().map(|st| (format!("{{stage=\"{}\"}}", st.stage), st.count as f64)).collect(),
     );
-    metric("cuzk_queue_wait_seconds_sum", "counter", "Seconds jobs waited in the priority queues.", vec![(String::new(), c.queue_wait_ms_sum as f64 / 1000.0)]);
-    metric("cuzk_queue_wait_seconds_count", "counter", "Jobs that left the queues for the engine.", vec![(String::new(), c.queue_wait_count as f64)]);
+    metric(
+        "cuzk_queue_wait_seconds_sum",
+        "counter",
+        "Seconds jobs waited in the priority queues.",
+        vec![(String::new(), c.queue_wait_ms_sum as f64 / 1000.0)],
+    );
+    metric(
+        "cuzk_queue_wait_seconds_count",
+        "counter",
+        "Jobs that left the queues for the engine.",
+        vec![(String::new(), c.queue_wait_count as f64)],
+    );
     metric(
         "cuzk_queue_pending",
         "gauge",
@@ -59,7 +69,12 @@ pub fn render(svc: &Service) -> String {
         "Jobs in the engine per proof kind.",
         c.queues.iter().map(|(k, _, r)| (format!("{{kind=\"{k}\"}}"), *r as f64)).collect(),
     );
-    metric("cuzk_rss_bytes", "gauge", "Resident set size of the daemon.", vec![(String::new(), cuzk_core::mem::snapshot().rss_bytes as f64)]);
+    metric(
+        "cuzk_rss_bytes",
+        "gauge",
+        "Resident set size of the daemon.",
+        vec![(String::new(), cuzk_core::mem::snapshot().rss_bytes as f64)],
+    );
     let b = svc.jobs().budget();
     metric("cuzk_budget_bytes", "gauge", "The byte budget for in-flight partitions.", vec![(String::new(), b.total() as f64)]);
     metric("cuzk_budget_in_use_bytes", "gauge", "Bytes leased by in-flight partitions now.", vec![(String::new(), b.in_use() as f64)]);

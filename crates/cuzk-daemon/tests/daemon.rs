@@ -21,7 +21,11 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
     let text = String::from_utf8(bytes.clone()).unwrap();
     let cases: Vec<(&str, SubmitProofRequest, &str)> = vec![
         ("unset kind", SubmitProofRequest { proof_kind: 0, ..good.clone() }, "proof_kind is not set"),
-        ("other kind", SubmitProofRequest { proof_kind: ProofKind::WindowPostPartition as i32, ..good.clone() }, "WINDOW_POST_PARTITION is not supported"),
+        (
+            "other kind",
+            SubmitProofRequest { proof_kind: ProofKind::WindowPostPartition as i32, ..good.clone() },
+            "WINDOW_POST_PARTITION is not supported",
+        ),
         ("unknown kind", SubmitProofRequest { proof_kind: 77, ..good.clone() }, "unknown proof kind 77"),
         ("empty", SubmitProofRequest { vanilla_proof: vec![], ..good.clone() }, "vanilla_proof is empty"),
         ("garbage", SubmitProofRequest { vanilla_proof: b"\x00\x01garbage".to_vec(), ..good.clone() }, "not JSON"),
@@ -31,7 +35,11 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
         ("unsupported size", SubmitProofRequest { sector_size: 4096, ..good.clone() }, "sector_size 4096"),
         ("size vs proof", SubmitProofRequest { sector_size: 2048, registered_proof: 8, ..good.clone() }, "does not match sector_size"),
         ("V1 proof type", SubmitProofRequest { registered_proof: 3, ..good.clone() }, "V1"),
-        ("spliced", SubmitProofRequest { vanilla_proof: text.replacen("\"comm_r\":[", "\"comm_r\":[1,", 1).into_bytes(), ..good.clone() }, "vanilla_proof"),
+        (
+            "spliced",
+            SubmitProofRequest { vanilla_proof: text.replacen("\"comm_r\":[", "\"comm_r\":[1,", 1).into_bytes(), ..good.clone() },
+            "vanilla_proof",
+        ),
     ];
     for (name, req, want) in cases {
         let r = prove(&mut c, req).await;

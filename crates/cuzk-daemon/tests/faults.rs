@@ -41,7 +41,11 @@ async fn injected_device_failures_and_corrupted_results_never_yield_a_bad_proof(
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let failed = prove(&mut c, porep(&bytes, id, "failed", proto::Priority::Normal)).await;
     assert_eq!(failed.status, S::Failed as i32);
-    assert!(failed.error_message.contains("proving device failed") && failed.error_message.contains("injected"), "{}", failed.error_message);
+    assert!(
+        failed.error_message.contains("proving device failed") && failed.error_message.contains("injected"),
+        "{}",
+        failed.error_message
+    );
     let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((s.total_proofs_failed, s.budget_in_use_bytes), (1, 0));
     assert!(h.stop().await.unwrap());

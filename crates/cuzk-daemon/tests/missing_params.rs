@@ -14,7 +14,10 @@ async fn missing_parameters_are_named() {
     let c1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json");
     let mut cfg = cuzk_daemon::DaemonConfig::default();
     cfg.listen = "tcp://127.0.0.1:0".into();
-    let h = cuzk_daemon::start(&cfg, cuzk_pipeline::Config::cpu(1, 0).devices, &cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k))).await.unwrap();
+    let h =
+        cuzk_daemon::start(&cfg, cuzk_pipeline::Config::cpu(1, 0).devices, &cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k)))
+            .await
+            .unwrap();
     let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
     let req = proto::SubmitProofRequest {
         proof_kind: ProofKind::PorepSealCommit as i32,
@@ -26,7 +29,11 @@ async fn missing_parameters_are_named() {
     for _ in 0..2 {
         let r = c.prove(proto::ProveRequest { submit: Some(req.clone()) }).await.unwrap().into_inner().result.unwrap();
         assert_eq!(r.status, S::Failed as i32);
-        assert!(r.error_message.contains("missing Groth16 parameters") && r.error_message.contains("cuzk params ensure"), "{}", r.error_message);
+        assert!(
+            r.error_message.contains("missing Groth16 parameters") && r.error_message.contains("cuzk params ensure"),
+            "{}",
+            r.error_message
+        );
         assert!(r.error_message.contains(&empty.path().display().to_string()), "names the file: {}", r.error_message);
     }
     let e = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap_err();

@@ -20,7 +20,8 @@ pub fn all() -> impl Iterator<Item = RegisteredSealProof> {
 
 /// `porep-32g` (also `porep-32GiB`) → the proof type.
 pub fn parse(id: &str) -> Result<RegisteredSealProof, String> {
-    let tail = id.strip_prefix("porep-").ok_or_else(|| format!("circuit id {id:?}: only porep-<size> circuits (e.g. porep-32g) are served"))?;
+    let tail =
+        id.strip_prefix("porep-").ok_or_else(|| format!("circuit id {id:?}: only porep-<size> circuits (e.g. porep-32g) are served"))?;
     let lower = tail.to_ascii_lowercase();
     if let Some((_, rp)) = POREP.iter().find(|(s, _)| *s == lower) {
         return Ok(*rp);

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use cuzk_filecoin::porep::c1::{prepare, C1};
-use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::seal::gen_c1;
+use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
 use cuzk_filecoin::Error;
 use filecoin_proofs::constants::SectorShape2KiB;
 use serde_json::Value;

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use cuzk_filecoin::porep::c1::C1;
-use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::pce::{challenge_pieces, full_syntheses, witnesses, WitnessMode};
+use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
 use cuzk_pce::witness::{compare, split_witness};
 
 mod common;

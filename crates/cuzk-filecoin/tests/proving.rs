@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 
 use cuzk_core::mem::StageTracer;
+use cuzk_core::Scalar;
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::SectorMeta;
-use cuzk_filecoin::porep::verify::{verify_seal, Verdict};
-use cuzk_core::Scalar;
 use cuzk_filecoin::porep::test_params::ensure;
+use cuzk_filecoin::porep::verify::{verify_seal, Verdict};
 use cuzk_filecoin::porep::{params, reference_prover};
 
 mod common;
@@ -69,8 +69,7 @@ fn bellperson_proof_verifies_and_tampered_proofs_do_not() {
 fn official_prover_accepts_cuzk_test_parameters() {
     let c1 = ready();
     let m = meta();
-    let api_c1: filecoin_proofs_api::seal::SealCommitPhase1Output =
-        serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    let api_c1: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
     // seal_commit_phase2 proves with the .params file and re-verifies with the .vk file.
     let out = filecoin_proofs_api::seal::seal_commit_phase2(api_c1, m.identity().prover_id(), m.identity().sector_id())
         .expect("filecoin-proofs rejected cuzk's parameters");

@@ -4,8 +4,8 @@
 //! gadget witness value for value, every challenge piece of it.
 
 use cuzk_filecoin::porep::c1::C1;
-use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::pce::{compare_modes, full_syntheses, witnesses, WitnessMode};
+use cuzk_filecoin::porep::sector::{registered_proof, SectorIdentity, SectorMeta};
 use cuzk_pce::witness::compare;
 
 fn synthetic(size: u64, seed: u64, dir: &std::path::Path) -> (C1, SectorIdentity) {

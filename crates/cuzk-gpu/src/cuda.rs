@@ -12,8 +12,8 @@ use std::time::Instant;
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::{
-    check_lengths, domain_size, gather, ones_bitmap_split, Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices,
-    Msm, MsmPoint, Ntt, NttKind,
+    check_lengths, domain_size, gather, ones_bitmap_split, Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm,
+    MsmPoint, Ntt, NttKind,
 };
 use ff::{Field, PrimeField};
 
@@ -66,9 +66,7 @@ pub(crate) fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
             let mut name = [0u8; 256];
             let mut mem = 0usize;
             // SAFETY: buffers sized as passed.
-            call("cudaGetDeviceProperties", |m, c| unsafe {
-                ffi::cuzk_device_name(i, name.as_mut_ptr(), name.len(), &mut mem, m, c)
-            })?;
+            call("cudaGetDeviceProperties", |m, c| unsafe { ffi::cuzk_device_name(i, name.as_mut_ptr(), name.len(), &mut mem, m, c) })?;
             let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
             Ok(DeviceInfo { index: i as usize, name: String::from_utf8_lossy(&name[..end]).into_owned(), memory_bytes: mem as u64 })
         })
@@ -118,8 +116,28 @@ macro_rules! gpu_curve {
     };
 }
 
-gpu_curve!(G1Affine, blst::blst_p1_affine, blst::blst_p1, 1, cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap);
-gpu_curve!(G2Affine, blst::blst_p2_affine, blst::blst_p2, 2, cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap);
+gpu_curve!(
+    G1Affine,
+    blst::blst_p1_affine,
+    blst::blst_p1,
+    1,
+    cuzk_g1_upload,
+    cuzk_g1_free,
+    cuzk_g1_msm_resident,
+    cuzk_g1_msm_host,
+    cuzk_g1_sum_bitmap
+);
+gpu_curve!(
+    G2Affine,
+    blst::blst_p2_affine,
+    blst::blst_p2,
+    2,
+    cuzk_g2_upload,
+    cuzk_g2_free,
+    cuzk_g2_msm_resident,
+    cuzk_g2_msm_host,
+    cuzk_g2_sum_bitmap
+);
 
 /// Bases resident on the device, freed on drop.
 struct Resident {
@@ -336,8 +354,7 @@ impl CudaBackend {
             let _g = self.lock.lock().unwrap();
             t = Instant::now();
             // SAFETY: n bases and n scalars in host memory.
-            call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) })
-                .map_err(dev_err)?;
+            call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) }).map_err(dev_err)?;
         }
         log(format!("msm {} ({n})", P::NAME), t.elapsed().as_secs_f64());
         Ok(P::from_raw(out))
@@ -367,8 +384,7 @@ impl CudaBackend {
             let _g = self.lock.lock().unwrap();
             t = Instant::now();
             // SAFETY: the map covers the resident bases.
-            call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) })
-                .map_err(dev_err)?;
+            call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) }).map_err(dev_err)?;
         }
         log(format!("bitmap sum {} ({count} of {})", P::NAME, bases.len()), t.elapsed().as_secs_f64());
         Ok(P::from_raw(out))

@@ -12,7 +12,15 @@ macro_rules! curve_fns {
             pub fn $upload(dev: i32, host: *const $aff, n: usize, handle: *mut Handle, msg: *mut u8, cap: usize) -> i32;
             pub fn $free(handle: Handle);
             pub fn $resident(handle: Handle, scalars: *const blst::blst_fr, n: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
-            pub fn $host(dev: i32, bases: *const $aff, scalars: *const blst::blst_fr, n: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+            pub fn $host(
+                dev: i32,
+                bases: *const $aff,
+                scalars: *const blst::blst_fr,
+                n: usize,
+                out: *mut $proj,
+                msg: *mut u8,
+                cap: usize,
+            ) -> i32;
             pub fn $sum(handle: Handle, bitmap: *const u32, nwords: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
         }
     };

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-
 use fs2::FileExt;
 use sha2::{Digest, Sha256};
 
@@ -111,7 +110,8 @@ pub fn validate(p: &PreCompiledCircuit) -> std::result::Result<(), String> {
         if m.rows() != p.num_constraints {
             return Err(format!("{name} has {} rows, expected {}", m.rows(), p.num_constraints));
         }
-        if m.cols.len() != m.coeff_idx.len() || m.row_ptr.first() != Some(&0) || m.row_ptr.last().map(|&x| x as usize) != Some(m.cols.len()) {
+        if m.cols.len() != m.coeff_idx.len() || m.row_ptr.first() != Some(&0) || m.row_ptr.last().map(|&x| x as usize) != Some(m.cols.len())
+        {
             return Err(format!("{name} row pointers do not match its entries"));
         }
         if m.row_ptr.windows(2).any(|w| w[0] > w[1]) {
@@ -129,7 +129,11 @@ pub fn validate(p: &PreCompiledCircuit) -> std::result::Result<(), String> {
     check("B", &p.b)?;
     check("C", &p.c)?;
     let words = |n: usize| n.div_ceil(64);
-    if p.coeffs.len() < 2 || p.a_aux_density.len() != words(p.num_aux) || p.b_aux_density.len() != words(p.num_aux) || p.b_input_density.len() != words(p.num_inputs) {
+    if p.coeffs.len() < 2
+        || p.a_aux_density.len() != words(p.num_aux)
+        || p.b_aux_density.len() != words(p.num_aux)
+        || p.b_input_density.len() != words(p.num_inputs)
+    {
         return Err("density bitmaps or coefficient table have the wrong size".into());
     }
     Ok(())
@@ -178,12 +182,7 @@ pub fn load_or_build(
         std::fs::create_dir_all(dir).map_err(|e| cuzk_core::Error::io(dir, e))?;
     }
     let lp = lock_path(path);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lp)
-        .map_err(|e| cuzk_core::Error::io(&lp, e))?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lp).map_err(|e| cuzk_core::Error::io(&lp, e))?;
     lock.lock_exclusive().map_err(|e| cuzk_core::Error::io(&lp, e))?;
     // Someone may have built it while we waited.
     let reason = match load(path, identity) {

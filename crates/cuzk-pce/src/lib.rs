@@ -10,10 +10,10 @@
 
 pub mod cache;
 pub mod matrix;
-pub mod record;
-pub mod reference;
 pub mod paramgen;
 pub mod prove;
+pub mod record;
+pub mod reference;
 pub mod witness;
 
 pub use matrix::{CsrMatrix, Evaluations, PreCompiledCircuit};

@@ -89,14 +89,7 @@ impl PreCompiledCircuit {
         fn v(m: &CsrMatrix) -> CsrView<'_> {
             CsrView { row_ptr: &m.row_ptr, cols: &m.cols, coeff_idx: &m.coeff_idx }
         }
-        Matrices {
-            num_inputs: self.num_inputs,
-            num_aux: self.num_aux,
-            a: v(&self.a),
-            b: v(&self.b),
-            c: v(&self.c),
-            coeffs: &self.coeffs,
-        }
+        Matrices { num_inputs: self.num_inputs, num_aux: self.num_aux, a: v(&self.a), b: v(&self.b), c: v(&self.c), coeffs: &self.coeffs }
     }
 
     /// Evaluates the three matrices on a witness (`inputs[0]` must be ONE) with the CPU

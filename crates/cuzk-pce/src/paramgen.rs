@@ -81,19 +81,11 @@ pub fn generate_for<C: Circuit<Scalar>>(circuit: C, secrets: &Secrets) -> Result
 
 /// Generates Groth16 parameters for a recorded circuit with the given secrets.
 pub fn generate(pce: &PreCompiledCircuit, secrets: &Secrets) -> Result<(Parameters<Bls12>, GenReport)> {
-    let mut rep = GenReport {
-        constraints: pce.num_constraints,
-        inputs: pce.num_inputs,
-        aux: pce.num_aux,
-        ..GenReport::default()
-    };
+    let mut rep = GenReport { constraints: pce.num_constraints, inputs: pce.num_inputs, aux: pce.num_aux, ..GenReport::default() };
     let t = Instant::now();
     let exp = pce.num_constraints.next_power_of_two().trailing_zeros();
     if exp > Scalar::S {
-        return Err(PceError::TooLarge(format!(
-            "{} constraints exceed the scalar field's 2-adicity",
-            pce.num_constraints
-        )));
+        return Err(PceError::TooLarge(format!("{} constraints exceed the scalar field's 2-adicity", pce.num_constraints)));
     }
     let m = 1usize << exp;
     rep.domain = m;
@@ -121,30 +113,17 @@ pub fn generate(pce: &PreCompiledCircuit, secrets: &Secrets) -> Result<(Paramete
         rayon::join(|| eval(&pce.a), || rayon::join(|| eval(&pce.b), || eval(&pce.c)));
     drop(lagrange);
 
-    let gamma_inv = Option::<Scalar>::from(secrets.gamma.invert())
-        .ok_or_else(|| PceError::Synthesis("gamma is zero".into()))?;
-    let delta_inv = Option::<Scalar>::from(secrets.delta.invert())
-        .ok_or_else(|| PceError::Synthesis("delta is zero".into()))?;
+    let gamma_inv = Option::<Scalar>::from(secrets.gamma.invert()).ok_or_else(|| PceError::Synthesis("gamma is zero".into()))?;
+    let delta_inv = Option::<Scalar>::from(secrets.delta.invert()).ok_or_else(|| PceError::Synthesis("delta is zero".into()))?;
     let combine = |at: &[Scalar], bt: &[Scalar], ct: &[Scalar], inv: Scalar| -> Vec<Scalar> {
-        at.par_iter()
-            .zip(bt.par_iter())
-            .zip(ct.par_iter())
-            .map(|((a, b), c)| (*a * secrets.beta + *b * secrets.alpha + c) * inv)
-            .collect()
+        at.par_iter().zip(bt.par_iter()).zip(ct.par_iter()).map(|((a, b), c)| (*a * secrets.beta + *b * secrets.alpha + c) * inv).collect()
     };
     let ic_s = combine(&at_in, &bt_in, &ct_in, gamma_inv);
     let l_s = combine(&at_aux, &bt_aux, &ct_aux, delta_inv);
     if l_s.iter().any(|s| bool::from(s.is_zero())) {
-        return Err(PceError::Synthesis(
-            "an aux variable is unconstrained; the circuit cannot have parameters".into(),
-        ));
+        return Err(PceError::Synthesis("an aux variable is unconstrained; the circuit cannot have parameters".into()));
     }
-    let nonzero = |x: Vec<Scalar>, y: Vec<Scalar>| -> Vec<Scalar> {
-        x.into_iter()
-            .chain(y)
-            .filter(|s| !bool::from(s.is_zero()))
-            .collect()
-    };
+    let nonzero = |x: Vec<Scalar>, y: Vec<Scalar>| -> Vec<Scalar> { x.into_iter().chain(y).filter(|s| !bool::from(s.is_zero())).collect() };
     let a_s = nonzero(at_in, at_aux);
     let b_s = nonzero(bt_in, bt_aux);
     let h_s = powers(tau, z_tau * delta_inv, m - 1);
@@ -184,17 +163,7 @@ pub fn generate(pce: &PreCompiledCircuit, secrets: &Secrets) -> Result<(Paramete
     rep.a = a.len();
     rep.b_g1 = b_g1.len();
     rep.b_g2 = b_g2.len();
-    Ok((
-        Parameters {
-            vk,
-            h: Arc::new(h),
-            l: Arc::new(l),
-            a: Arc::new(a),
-            b_g1: Arc::new(b_g1),
-            b_g2: Arc::new(b_g2),
-        },
-        rep,
-    ))
+    Ok((Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) }, rep))
 }
 
 const PAR_CHUNK: usize = 1 << 14;
@@ -239,17 +208,9 @@ mod tests {
             let s = Secrets::random(&mut rng);
             let circuit = || RandomCircuit::new(seed, 20 + 15 * seed as usize, 40 + 30 * seed as usize);
             let (ours, rep) = generate_for(circuit(), &s).unwrap();
-            let theirs = bellperson::groth16::generate_parameters::<Bls12, _>(
-                circuit(),
-                s.g1,
-                s.g2,
-                s.alpha,
-                s.beta,
-                s.gamma,
-                s.delta,
-                s.tau,
-            )
-            .unwrap();
+            let theirs =
+                bellperson::groth16::generate_parameters::<Bls12, _>(circuit(), s.g1, s.g2, s.alpha, s.beta, s.gamma, s.delta, s.tau)
+                    .unwrap();
             assert_eq!(ours.vk, theirs.vk, "seed {seed}");
             assert_eq!(ours.h, theirs.h, "seed {seed}: h");
             assert_eq!(ours.l, theirs.l, "seed {seed}: l");

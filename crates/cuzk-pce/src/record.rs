@@ -197,8 +197,6 @@ impl ConstraintSystem<Scalar> for RecordingCs {
 /// Records `circuit` into a [`PreCompiledCircuit`].
 pub fn extract<C: Circuit<Scalar>>(circuit: C) -> Result<PreCompiledCircuit> {
     let mut cs = RecordingCs::default();
-    circuit
-        .synthesize(&mut cs)
-        .map_err(|e| PceError::Synthesis(e.to_string()))?;
+    circuit.synthesize(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
     cs.finish()
 }

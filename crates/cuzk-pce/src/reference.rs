@@ -123,12 +123,6 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<FullSynthesis, Synth
 impl FullSynthesis {
     /// Rows where `a·b ≠ c` (zero for a satisfied circuit).
     pub fn unsatisfied(&self) -> usize {
-        self.eval
-            .a
-            .iter()
-            .zip(&self.eval.b)
-            .zip(&self.eval.c)
-            .filter(|((a, b), c)| **a * **b != **c)
-            .count()
+        self.eval.a.iter().zip(&self.eval.b).zip(&self.eval.c).filter(|((a, b), c)| **a * **b != **c).count()
     }
 }

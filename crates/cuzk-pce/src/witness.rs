@@ -47,7 +47,10 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
             return Ok(0);
         }
         let extra = total.checked_sub(single).filter(|e| e % (n - 1) == 0);
-        let own = extra.map(|e| e / (n - 1)).filter(|&p| p <= single).ok_or_else(|| bad(format!("{total} variables are not 1 common part + {n} pieces of {single}")))?;
+        let own = extra
+            .map(|e| e / (n - 1))
+            .filter(|&p| p <= single)
+            .ok_or_else(|| bad(format!("{total} variables are not 1 common part + {n} pieces of {single}")))?;
         Ok(single - own)
     };
     let (pre_i, pre_a) = (common(ti, si)?, common(ta, sa)?);
@@ -119,4 +122,3 @@ pub fn compare(pce: &PreCompiledCircuit, w: &WitnessCs, eval: &crate::Evaluation
             + dens(&pce.b_aux_density, &r.b_aux_density),
     }
 }
-

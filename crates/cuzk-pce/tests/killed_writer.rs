@@ -74,10 +74,8 @@ fn pce_cache_write_killed_midway_is_never_trusted() {
         });
         let marker = d.path().join(format!("stalled-{old}"));
         let stalled_at = 300;
-        let mut child = spawn_child(
-            "child_builds_the_cache",
-            &[stall("killed-", stalled_at, &marker), (TARGET, path.display().to_string())],
-        );
+        let mut child =
+            spawn_child("child_builds_the_cache", &[stall("killed-", stalled_at, &marker), (TARGET, path.display().to_string())]);
         wait_stalled(&mut child, &marker);
         let temps = temp_files(&path);
         assert_eq!(temps.len(), 1, "the writer's temporary file: {temps:?}");

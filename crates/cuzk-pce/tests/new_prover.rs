@@ -90,12 +90,8 @@ fn parameters_of_another_circuit_are_refused() {
     let params_b = params_for(b, 5);
     let pce = extract(a.clone()).unwrap();
     let mut t = Timings::default();
-    let err = prove_circuit(&cpu, &pce, &params_b, a, Scalar::ONE, Scalar::ONE, MsmMode::Split, &StageTracer::new(), &mut t)
-        .unwrap_err();
-    assert!(
-        matches!(err, PceError::Core(cuzk_core::Error::ParamLayout(_))),
-        "expected a parameter-layout error, got {err}"
-    );
+    let err = prove_circuit(&cpu, &pce, &params_b, a, Scalar::ONE, Scalar::ONE, MsmMode::Split, &StageTracer::new(), &mut t).unwrap_err();
+    assert!(matches!(err, PceError::Core(cuzk_core::Error::ParamLayout(_))), "expected a parameter-layout error, got {err}");
     assert!(err.to_string().contains("do not fit this circuit"), "{err}");
 }
 

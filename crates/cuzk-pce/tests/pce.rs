@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use cuzk_core::registry::Registry;
 use cuzk_core::testing::RandomCircuit;
 use cuzk_pce::cache::{self, Outcome, Reject};
 use cuzk_pce::witness::compare;
-use cuzk_core::registry::Registry;
 use cuzk_pce::{extract, reference, PreCompiledCircuit};
 use ff::Field;
 use proptest::prelude::*;
@@ -96,8 +96,25 @@ fn cache_round_trip_and_every_bad_file_is_rejected_then_rebuilt() {
         ("truncated", good[..good.len() - 5].to_vec(), |r| matches!(r, Reject::Truncated { .. })),
         ("header only", good[..20].to_vec(), |r| matches!(r, Reject::Truncated { .. })),
         ("foreign", b"{\"not\": \"a pce\"}".repeat(10), |r| *r == Reject::Foreign),
-        ("corrupt", { let mut b = good.clone(); let n = b.len(); b[n - 10] ^= 0xff; b }, |r| *r == Reject::Checksum),
-        ("version", { let mut b = good.clone(); b[8] = 99; b }, |r| matches!(r, Reject::Version(99))),
+        (
+            "corrupt",
+            {
+                let mut b = good.clone();
+                let n = b.len();
+                b[n - 10] ^= 0xff;
+                b
+            },
+            |r| *r == Reject::Checksum,
+        ),
+        (
+            "version",
+            {
+                let mut b = good.clone();
+                b[8] = 99;
+                b
+            },
+            |r| matches!(r, Reject::Version(99)),
+        ),
         ("empty", Vec::new(), |r| matches!(r, Reject::Truncated { .. } | Reject::Foreign)),
     ];
     for (name, bytes, ok) in cases {

@@ -101,10 +101,7 @@ impl Drop for Lease {
 /// cannot be read.
 pub fn default_budget() -> u64 {
     let avail = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("MemAvailable:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
+        s.lines().find(|l| l.starts_with("MemAvailable:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok())
     });
     match avail {
         Some(kb) => kb * 1024 / 5 * 4,

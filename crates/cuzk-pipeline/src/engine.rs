@@ -172,13 +172,7 @@ impl Ticket {
     /// Waits for the outcome.
     pub fn wait(self) -> Outcome {
         let id = self.id;
-        self.rx.recv().unwrap_or(Outcome {
-            id,
-            result: Err(PipelineError::Shutdown),
-            verified: false,
-            submitted_s: 0.0,
-            finished_s: 0.0,
-        })
+        self.rx.recv().unwrap_or(Outcome { id, result: Err(PipelineError::Shutdown), verified: false, submitted_s: 0.0, finished_s: 0.0 })
     }
 
     /// Waits at most `timeout`; `None` if it is not done yet.
@@ -411,7 +405,9 @@ impl Engine {
                         let eval = match matvec {
                             MatVecPlace::Backend => Ok(None),
                             _ => trace.record("mat-vec", c.id, c.k, &lane, "", || {
-                                guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
+                                guarded("mat-vec", || {
+                                    c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e)))
+                                })
                             }),
                         };
                         match eval {
@@ -507,13 +503,15 @@ impl Engine {
                             }
                         };
                         if let Some(st) = finished {
-                            let (result, verified) = trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
+                            let (result, verified) =
+                                trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
                             if result.is_ok() {
                                 stats.completed.fetch_add(1, Ordering::Relaxed);
                             } else {
                                 stats.failed.fetch_add(1, Ordering::Relaxed);
                             }
-                            let _ = st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
+                            let _ =
+                                st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
                         }
                     }
                 }),
@@ -566,7 +564,13 @@ impl Drop for Engine {
 
 /// One partition's Groth16 proof on `backend` (a, b, c are consumed; without them the backend
 /// evaluates the matrices).
-fn prove_partition(backend: &dyn Backend, c: &Carry, w: &WitnessCs, eval: Option<Evaluations>, mode: MsmMode) -> Result<Proof<Bls12>, PipelineError> {
+fn prove_partition(
+    backend: &dyn Backend,
+    c: &Carry,
+    w: &WitnessCs,
+    eval: Option<Evaluations>,
+    mode: MsmMode,
+) -> Result<Proof<Bls12>, PipelineError> {
     let d = cuzk_pce::prove::densities(&c.pce);
     let wit = match eval {
         Some(e) => Witness::evaluated(&w.inputs, &w.aux, e),

@@ -123,9 +123,8 @@ pub fn job<K: ProofKind>(kind: Arc<K>, req: Arc<K::Request>, opts: JobOptions) -
         let partitions = partitions.into_iter().zip(rs).map(|(synthesize, (r, s))| PartitionInput { synthesize, r, s }).collect();
         let (k2, r2) = (kind.clone(), req.clone());
         let assemble = Box::new(move |proofs: &[Proof<Bls12>]| k2.assemble(&r2, proofs).map_err(PipelineError::shared));
-        let verify = opts.verify.then(|| {
-            Box::new(move |bytes: &[u8]| kind.verify(&req, bytes).map_err(PipelineError::shared)) as VerifyProof
-        });
+        let verify =
+            opts.verify.then(|| Box::new(move |bytes: &[u8]| kind.verify(&req, bytes).map_err(PipelineError::shared)) as VerifyProof);
         Ok(Job { pce: circuit.pce, params: circuit.params, partitions, assemble, verify })
     })
 }

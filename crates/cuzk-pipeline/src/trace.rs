@@ -195,7 +195,13 @@ impl Trace {
         by.into_iter()
             .map(|((_, stage), v)| {
                 let total_s: f64 = v.iter().sum();
-                StageSummary { stage, count: v.len(), total_s, mean_s: total_s / v.len() as f64, max_s: v.iter().cloned().fold(0.0, f64::max) }
+                StageSummary {
+                    stage,
+                    count: v.len(),
+                    total_s,
+                    mean_s: total_s / v.len() as f64,
+                    max_s: v.iter().cloned().fold(0.0, f64::max),
+                }
             })
             .collect()
     }
@@ -271,12 +277,7 @@ fn render_svg(title: &str, samples: &[Sample], events: &[Event], marks: &[Mark])
     let (rss_top, rss_h, lane_h) = (40.0_f64, 220.0_f64, 16.0_f64);
     let lanes_top = rss_top + rss_h + 40.0;
     let h = lanes_top + lane_h * lanes.len() as f64 + 50.0;
-    let t_end = samples
-        .iter()
-        .map(|s| s.t_s)
-        .chain(events.iter().map(|e| e.end_s))
-        .chain(marks.iter().map(|m| m.t_s))
-        .fold(1e-3, f64::max);
+    let t_end = samples.iter().map(|s| s.t_s).chain(events.iter().map(|e| e.end_s)).chain(marks.iter().map(|m| m.t_s)).fold(1e-3, f64::max);
     let max_rss = samples.iter().map(|s| s.rss_bytes).chain(events.iter().map(|e| e.rss_end_bytes)).max().unwrap_or(1).max(1) as f64;
     let gib = (1u64 << 30) as f64;
     let x = |t: f64| left + (w - left - right) * t / t_end;
@@ -288,7 +289,15 @@ fn render_svg(title: &str, samples: &[Sample], events: &[Event], marks: &[Mark])
     // RSS axis and line.
     for k in 0..=4 {
         let b = max_rss * k as f64 / 4.0;
-        let _ = writeln!(s, r##"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="4" y="{:.1}">{:.2} GiB</text>"##, w - right, y(b), y(b), y(b) + 4.0, b / gib);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="4" y="{:.1}">{:.2} GiB</text>"##,
+            w - right,
+            y(b),
+            y(b),
+            y(b) + 4.0,
+            b / gib
+        );
     }
     let pts: Vec<String> = samples.iter().map(|p| format!("{:.1},{:.1}", x(p.t_s), y(p.rss_bytes as f64))).collect();
     let _ = writeln!(s, r##"<polyline fill="none" stroke="#000" stroke-width="1.2" points="{}"/>"##, pts.join(" "));
@@ -328,10 +337,23 @@ fn render_svg(title: &str, samples: &[Sample], events: &[Event], marks: &[Mark])
             esc(&m.label)
         );
     }
-    let _ = writeln!(s, r#"<text x="{left}" y="{:.1}">0 s</text><text x="{:.1}" y="{:.1}" text-anchor="end">{t_end:.1} s</text>"#, h - 12.0, w - right, h - 12.0);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="{:.1}">0 s</text><text x="{:.1}" y="{:.1}" text-anchor="end">{t_end:.1} s</text>"#,
+        h - 12.0,
+        w - right,
+        h - 12.0
+    );
     let mut lx = left + 80.0;
     for st in STAGES {
-        let _ = writeln!(s, r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{st}</text>"#, h - 21.0, stage_colour(st), lx + 13.0, h - 12.0);
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{st}</text>"#,
+            h - 21.0,
+            stage_colour(st),
+            lx + 13.0,
+            h - 12.0
+        );
         lx += 80.0;
     }
     s.push_str("</svg>\n");

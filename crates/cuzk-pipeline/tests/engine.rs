@@ -85,7 +85,8 @@ fn job_with_delay(
                 PartitionInput { synthesize, r, s }
             })
             .collect();
-        let assemble: cuzk_pipeline::engine::AssembleProof = Box::new(|proofs: &[_]| cuzk_pipeline::kind::concatenate(proofs).map_err(PipelineError::shared));
+        let assemble: cuzk_pipeline::engine::AssembleProof =
+            Box::new(|proofs: &[_]| cuzk_pipeline::kind::concatenate(proofs).map_err(PipelineError::shared));
         Ok(Job { pce, params, partitions, assemble, verify })
     })
 }
@@ -246,7 +247,8 @@ fn a_verification_failure_is_caught_and_no_proof_is_returned() {
     }
     assert_eq!(calls.load(Ordering::Relaxed), 1);
     let pvk_f = fixture();
-    let accept: VerifyProof = Box::new(move |bytes: &[u8]| if verifies(&pvk_f, bytes) { Ok(()) } else { Err(cuzk_pipeline::message("invalid")) });
+    let accept: VerifyProof =
+        Box::new(move |bytes: &[u8]| if verifies(&pvk_f, bytes) { Ok(()) } else { Err(cuzk_pipeline::message("invalid")) });
     let out = engine.submit(job(&f, &rs(5, 2), None, Some(accept))).unwrap().wait();
     assert!(out.result.is_ok() && out.verified);
 }
@@ -270,10 +272,8 @@ fn partitions_spread_over_several_devices() {
     let f = fixture();
     let mut cfg = Config::cpu(4, roomy());
     let cpu = || Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn cuzk_core::backend::Backend>;
-    cfg.devices = vec![
-        cuzk_pipeline::Device { name: "sim0".into(), backend: cpu() },
-        cuzk_pipeline::Device { name: "sim1".into(), backend: cpu() },
-    ];
+    cfg.devices =
+        vec![cuzk_pipeline::Device { name: "sim0".into(), backend: cpu() }, cuzk_pipeline::Device { name: "sim1".into(), backend: cpu() }];
     let engine = Engine::start(cfg).unwrap();
     let sets: Vec<_> = (0..6).map(|k| rs(30 + k, 2)).collect();
     let delay = Duration::from_millis(20);
@@ -345,7 +345,8 @@ fn corrupted_evaluations_and_msm_results_are_caught_by_verification() {
         assert!(!verifies(&f, &out.result.unwrap()), "{plan}: the fault must spoil the proof");
         // With verification, it is caught and no proof is returned.
         let vf = fixture();
-        let check: VerifyProof = Box::new(move |b: &[u8]| if verifies(&vf, b) { Ok(()) } else { Err(cuzk_pipeline::message("the proof is invalid")) });
+        let check: VerifyProof =
+            Box::new(move |b: &[u8]| if verifies(&vf, b) { Ok(()) } else { Err(cuzk_pipeline::message("the proof is invalid")) });
         match engine.submit(job(&f, &rs(51, 1), None, Some(check))).unwrap().wait() {
             Outcome { result: Err(PipelineError::Verify(m)), verified: false, .. } => assert!(m.to_string().contains("invalid")),
             other => panic!("{plan}: a corrupted proof must not be returned: {other:?}"),

@@ -9,16 +9,15 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
-use cuzk_core::backend::cpu::CpuBackend;
-use cuzk_core::mem::{self, StageTracer};
 use cuzk_core::atomic::write_atomically;
-use cuzk_filecoin::porep::bellperson_engine::circuits;
+use cuzk_core::mem::{self, StageTracer};
 use cuzk_filecoin::porep::c1::{prepare, C1};
+use cuzk_filecoin::porep::circuits::circuits;
+use cuzk_filecoin::porep::params::ParamPaths;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_filecoin::porep::params::{self, ParamPaths};
-use cuzk_filecoin::porep::verify;
+use cuzk_filecoin::porep::{verify, PorepInput};
+use cuzk_filecoin::{PorepC2, Settings};
 use cuzk_pce::matrix::{popcount, PreCompiledCircuit};
-use cuzk_pce::prove::{prove_c1, Options};
 use ff::Field;
 use filecoin_proofs::with_shape;
 use group::prime::PrimeCurveAffine;
@@ -104,9 +103,8 @@ fn supraseal_prove(parts: &[Assigned<'_>], rs: &[(Scalar, Scalar)], srs: &SRS) -
     let (inp, aux) = (ptrs(|p| p.inputs.as_ptr()), ptrs(|p| p.aux.as_ptr()));
     let r: Vec<Scalar> = rs.iter().map(|x| x.0).collect();
     let s: Vec<Scalar> = rs.iter().map(|x| x.1).collect();
-    let mut proofs: Vec<Proof<Bls12>> = (0..parts.len())
-        .map(|_| Proof { a: G1Affine::identity(), b: G2Affine::identity(), c: G1Affine::identity() })
-        .collect();
+    let mut proofs: Vec<Proof<Bls12>> =
+        (0..parts.len()).map(|_| Proof { a: G1Affine::identity(), b: G2Affine::identity(), c: G1Affine::identity() }).collect();
     catch_unwind(AssertUnwindSafe(|| {
         supraseal_c2::generate_groth16_proof::<Scalar, u64, Proof<Bls12>>(
             &a,
@@ -141,30 +139,42 @@ fn supraseal_prove(parts: &[Assigned<'_>], rs: &[(Scalar, Scalar)], srs: &SRS) -
     Ok(out)
 }
 
+/// This process's PoRep kind, its directories applied to filecoin-proofs first.
+fn porep_kind() -> Result<std::sync::Arc<PorepC2>> {
+    let settings = Settings::from_vars(|k| std::env::var_os(k));
+    settings.apply()?;
+    let witness = std::env::var("CUZK_WITNESS").unwrap_or_default().parse().map_err(|e| anyhow::anyhow!("CUZK_WITNESS: {e}"))?;
+    Ok(std::sync::Arc::new(PorepC2::with_settings(&settings).with_witness(witness)))
+}
+
 pub fn run(args: &Args) -> Result<bool> {
-    cuzk_filecoin::porep::init_env()?;
+    let kind = porep_kind()?;
     let meta_path = sector::meta_path_for(&args.c1);
     let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
     let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
     let id = meta.identity();
     let rp = c1.registered_proof;
     let tracer = StageTracer::new();
-    let params = setup::shared(rp, &tracer)?;
+    let params = kind.shared_params(rp, &tracer)?;
     let paths = ParamPaths::for_proof(rp)?;
     let t = Instant::now();
     let srs = SRS::try_new(paths.params.clone(), true)
         .map_err(|e| anyhow::anyhow!("SupraSeal cannot read {}: {}", paths.params.display(), String::from(e)))?;
     let srs_load_s = secs(t);
     println!("SupraSeal SRS from {}: {srs_load_s:.3} s", paths.params.display());
-    let (pce, _) = cuzk_filecoin::porep::pce::shared(rp)?;
+    let (pce, _) = kind.shared_pce(rp)?;
     let partitions = usize::from(c1.porep_config().partitions);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
     let rs: Vec<(Scalar, Scalar)> = (0..partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
 
     let t = Instant::now();
-    let cpu = CpuBackend::new();
-    let opts = Options { randomness: Some(rs.clone()), ..Default::default() };
-    let (reference, _) = prove_c1(&cpu, &pce, &params, &c1, &id, &opts, &tracer)?;
+    // The reference: the new path on the CPU backend through the engine, unverified (the
+    // proofs are compared with it and verified at the end).
+    let engine = cuzk_pipeline::Engine::start(cuzk_pipeline::Config::cpu(1, cuzk_pipeline::budget::default_budget()))?;
+    let input = std::sync::Arc::new(PorepInput { c1: c1.clone(), identity: id });
+    let opts = cuzk_pipeline::JobOptions { randomness: Some(rs.clone()), verify: false };
+    let reference = engine.submit(kind.job(input, opts))?.wait().result.map_err(|e| anyhow::anyhow!(e.chain()))?;
+    engine.shutdown();
     let cpu_reference_s = secs(t);
     println!("cuzk CPU-backend reference proof: {cpu_reference_s:.3} s");
 
@@ -216,11 +226,7 @@ pub fn run(args: &Args) -> Result<bool> {
     println!(
         "warm medians: SupraSeal GPU {:.3} s, SupraSeal C2 end to end {:.3} s, cuzk synthesis + SupraSeal GPU {:.3} s; \
          all proofs equal: {}, verify_seal: {}",
-        report.median_old_supraseal_s,
-        report.median_old_total_s,
-        report.median_new_total_s,
-        report.all_equal,
-        report.verified
+        report.median_old_supraseal_s, report.median_old_total_s, report.median_new_total_s, report.all_equal, report.verified
     );
     if let Some(p) = &args.json {
         write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
@@ -256,7 +262,7 @@ pub struct PartitionReport {
 pub fn run_partition(args: &Args) -> Result<bool> {
     let k = args.partition.context("partition mode needs --partition")?;
     let params_path = args.params.clone().context("partition mode needs --params")?;
-    cuzk_filecoin::porep::init_env()?;
+    let kind = porep_kind()?;
     let meta_path = sector::meta_path_for(&args.c1);
     let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
     let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
@@ -265,10 +271,10 @@ pub fn run_partition(args: &Args) -> Result<bool> {
     }
     let id = meta.identity();
     let t = Instant::now();
-    let (pce, _) = cuzk_filecoin::porep::pce::shared(c1.registered_proof)?;
+    let (pce, _) = kind.shared_pce(c1.registered_proof)?;
     let pce_s = secs(t);
     let t = Instant::now();
-    let w = cuzk_filecoin::porep::pce::partition_witness(&c1, &id, &pce, k, cuzk_filecoin::porep::pce::WitnessMode::from_env()?)?;
+    let w = cuzk_filecoin::porep::pce::partition_witness(&c1, &id, &pce, k, kind.witness_mode())?;
     let witness_s = secs(t);
     let t = Instant::now();
     let e = pce.evaluate(&w.inputs, &w.aux)?;
@@ -302,9 +308,8 @@ pub fn run_partition(args: &Args) -> Result<bool> {
     }
     let expected = match &args.expect {
         Some(p) => {
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
-                    .with_context(|| format!("{} is not JSON", p.display()))?;
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+                .with_context(|| format!("{} is not JSON", p.display()))?;
             let hex_proof = v["proof_hex"].as_str().with_context(|| format!("{} has no proof_hex", p.display()))?;
             Some(hex::decode(hex_proof).with_context(|| format!("{}: proof_hex is not hex", p.display()))?)
         }
@@ -362,10 +367,8 @@ fn round_shaped<Tree: 'static + MerkleTreeTrait>(
         .collect::<std::result::Result<Vec<_>, _>>()
         .context("old-path synthesis")?;
     round.old_synthesis_s = secs(t);
-    let dens: Vec<[Vec<u64>; 3]> = full
-        .iter()
-        .map(|f| [pack_bits(&f.a_aux_density), pack_bits(&f.b_input_density), pack_bits(&f.b_aux_density)])
-        .collect();
+    let dens: Vec<[Vec<u64>; 3]> =
+        full.iter().map(|f| [pack_bits(&f.a_aux_density), pack_bits(&f.b_input_density), pack_bits(&f.b_aux_density)]).collect();
     let parts: Vec<Assigned<'_>> = full
         .iter()
         .zip(&dens)
@@ -393,7 +396,7 @@ fn round_shaped<Tree: 'static + MerkleTreeTrait>(
     let mut evals = Vec::with_capacity(list.len());
     for c in list {
         let t = Instant::now();
-        let w = cuzk_filecoin::porep::pce::checked_witness(c, pce)?;
+        let w = cuzk_pce::witness::checked_witness(c, pce)?;
         round.new_witness_s += secs(t);
         let t = Instant::now();
         evals.push(pce.evaluate(&w.inputs, &w.aux)?);

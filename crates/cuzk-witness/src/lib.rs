@@ -23,10 +23,7 @@ pub struct WitnessCs {
 impl WitnessCs {
     /// An empty witness holding only ONE, with room for the given counts (from the PCE).
     pub fn with_capacity(inputs: usize, aux: usize) -> Self {
-        let mut w = WitnessCs {
-            inputs: Vec::with_capacity(inputs.max(1)),
-            aux: Vec::with_capacity(aux),
-        };
+        let mut w = WitnessCs { inputs: Vec::with_capacity(inputs.max(1)), aux: Vec::with_capacity(aux) };
         w.inputs.push(Scalar::ONE);
         w
     }
@@ -84,11 +81,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 }
 
 /// Runs `circuit` through a [`WitnessCs`] pre-sized for the given counts.
-pub fn witness<C: bellperson::Circuit<Scalar>>(
-    circuit: C,
-    inputs: usize,
-    aux: usize,
-) -> Result<WitnessCs, SynthesisError> {
+pub fn witness<C: bellperson::Circuit<Scalar>>(circuit: C, inputs: usize, aux: usize) -> Result<WitnessCs, SynthesisError> {
     let mut cs = WitnessCs::with_capacity(inputs, aux);
     circuit.synthesize(&mut cs)?;
     Ok(cs)

@@ -212,7 +212,8 @@ pub fn run(
             }
         }
     }
-    let warm = |p: MatVecPlace, o: bool| median(runs.iter().filter(|x| x.matvec == p && x.overlap == o && x.rep > 0).map(|x| x.seconds).collect());
+    let warm =
+        |p: MatVecPlace, o: bool| median(runs.iter().filter(|x| x.matvec == p && x.overlap == o && x.rep > 0).map(|x| x.seconds).collect());
     let main = if schedules.contains(&own) { own } else { schedules[0] };
     let medians = schedules
         .iter()

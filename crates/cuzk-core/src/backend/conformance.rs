@@ -80,10 +80,7 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
 /// Panics with every failure listed (for `#[test]`s).
 pub fn assert_passes(backend: &dyn Backend, seed: u64, scale: Scale) {
     let results = run(backend, seed, scale);
-    let failed: Vec<String> = results
-        .iter()
-        .filter_map(|r| r.failure.as_ref().map(|f| format!("{}: {f}", r.name)))
-        .collect();
+    let failed: Vec<String> = results.iter().filter_map(|r| r.failure.as_ref().map(|f| format!("{}: {f}", r.name))).collect();
     assert!(failed.is_empty(), "{} backend failed conformance:\n{}", backend.name(), failed.join("\n"));
 }
 
@@ -104,18 +101,12 @@ pub fn edge_scalars(rng: &mut ChaCha8Rng, n: usize) -> Vec<Scalar> {
 /// Random points with the identity at some positions.
 pub fn edge_points<P: MsmPoint>(rng: &mut ChaCha8Rng, n: usize) -> Vec<P> {
     let g = P::generator().to_curve();
-    (0..n)
-        .map(|i| if i % 11 == 5 { P::identity() } else { (g * Scalar::random(&mut *rng)).to_affine() })
-        .collect()
+    (0..n).map(|i| if i % 11 == 5 { P::identity() } else { (g * Scalar::random(&mut *rng)).to_affine() }).collect()
 }
 
 fn naive<P: MsmPoint>(bases: &[P], scalars: &[Scalar]) -> P::Curve {
     use rayon::prelude::*;
-    bases
-        .par_iter()
-        .zip(scalars.par_iter())
-        .map(|(b, s)| b.to_curve() * s)
-        .reduce(super::identity::<P>, |x, y| x + y)
+    bases.par_iter().zip(scalars.par_iter()).map(|(b, s)| b.to_curve() * s).reduce(super::identity::<P>, |x, y| x + y)
 }
 
 fn same<P: MsmPoint>(what: &str, got: P::Curve, want: P::Curve) -> Result<(), String> {
@@ -126,8 +117,7 @@ fn same<P: MsmPoint>(what: &str, got: P::Curve, want: P::Curve) -> Result<(), St
     }
 }
 
-fn msm_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, sizes: &[usize]) -> Result<(), String>
-{
+fn msm_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, sizes: &[usize]) -> Result<(), String> {
     let b = P::msm_of(b);
     for &n in sizes {
         let bases = edge_points::<P>(rng, n);
@@ -139,8 +129,7 @@ fn msm_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, sizes: &[usi
     Ok(())
 }
 
-fn sum_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String>
-{
+fn sum_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String> {
     let b = P::msm_of(b);
     let mut bases = edge_points::<P>(rng, n);
     // Opposite pairs (cancellation) and a run of equal points (doubling).
@@ -157,8 +146,7 @@ fn sum_vs_naive<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) ->
     same::<P>("sum_selected (empty)", b.sum_selected(&bases, &[]).map_err(|e| e.to_string())?, super::identity::<P>())
 }
 
-fn split_bit_heavy<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String>
-{
+fn split_bit_heavy<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String> {
     let b = P::msm_of(b);
     // Like a witness: ~97% zeros and ones.
     let bases = edge_points::<P>(rng, n);
@@ -174,8 +162,7 @@ fn split_bit_heavy<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize)
     same::<P>("bit-heavy msm_split", b.msm_split(&bases, &scalars).map_err(|e| e.to_string())?, want)
 }
 
-fn msm_vs_backend<P: MsmPoint>(b: &dyn Backend, reference: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String>
-{
+fn msm_vs_backend<P: MsmPoint>(b: &dyn Backend, reference: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String> {
     let b = P::msm_of(b);
     let g = P::generator().to_curve();
     let step = g * Scalar::random(&mut *rng);

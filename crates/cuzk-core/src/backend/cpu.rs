@@ -4,7 +4,7 @@
 //! rayon NTT of [`super::ntt`].
 //! Always compiled; it is the reference the CUDA backend is tested against.
 
-use blstrs::{Scalar, G1Affine, G2Affine};
+use blstrs::{G1Affine, G2Affine, Scalar};
 use rayon::prelude::*;
 
 use super::ntt::{self, DomainCache};

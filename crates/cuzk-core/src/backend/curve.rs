@@ -85,11 +85,7 @@ macro_rules! impl_point {
                 // SAFETY: every pointer is non-null and points at a live point (the callers
                 // take them from slices they borrow); blst copies them into its own scratch.
                 unsafe {
-                    blst::$add(
-                        (&mut out as *mut $proj).cast::<$blst_proj>(),
-                        points.as_ptr() as *const *const $blst_aff,
-                        points.len(),
-                    );
+                    blst::$add((&mut out as *mut $proj).cast::<$blst_proj>(), points.as_ptr() as *const *const $blst_aff, points.len());
                 }
                 out
             }

@@ -147,10 +147,7 @@ mod tests {
     #[test]
     fn plans_parse_and_bad_ones_are_named() {
         assert_eq!("device-error".parse(), Ok(FaultPlan { kind: FaultKind::DeviceError, skip: 0, times: 1 }));
-        assert_eq!(
-            "corrupt-msm, skip=2, times=all".parse(),
-            Ok(FaultPlan { kind: FaultKind::CorruptMsm, skip: 2, times: u64::MAX })
-        );
+        assert_eq!("corrupt-msm, skip=2, times=all".parse(), Ok(FaultPlan { kind: FaultKind::CorruptMsm, skip: 2, times: u64::MAX }));
         assert!("melt".parse::<FaultPlan>().unwrap_err().contains("melt"));
         assert!("device-error,times=x".parse::<FaultPlan>().unwrap_err().contains("times"));
         assert!("device-error,when=now".parse::<FaultPlan>().unwrap_err().contains("when"));

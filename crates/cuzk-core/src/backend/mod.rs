@@ -52,8 +52,8 @@ macro_rules! pass_through {
 
 pub mod conformance;
 pub mod cpu;
-pub mod fault;
 pub mod curve;
+pub mod fault;
 pub mod ntt;
 pub mod schedule;
 pub mod sparse;

@@ -163,9 +163,7 @@ pub fn quotient(cache: &DomainCache, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let ginv = g.invert().unwrap();
     let ninv = Scalar::from(n as u64).invert().unwrap();
-    let zinv = (g.pow_vartime([n as u64]) - Scalar::ONE)
-        .invert()
-        .expect("gⁿ ≠ 1 for a generator of the full multiplicative group");
+    let zinv = (g.pow_vartime([n as u64]) - Scalar::ONE).invert().expect("gⁿ ≠ 1 for a generator of the full multiplicative group");
     for v in [&mut a, &mut b] {
         v.resize(n, Scalar::ZERO);
         butterflies(v, &domain);

@@ -73,12 +73,7 @@ impl Matrices<'_> {
             )));
         }
         if self.b.rows() != self.rows() || self.c.rows() != self.rows() {
-            return Err(BackendError::Input(format!(
-                "matrices of unequal height: {}, {}, {}",
-                self.rows(),
-                self.b.rows(),
-                self.c.rows()
-            )));
+            return Err(BackendError::Input(format!("matrices of unequal height: {}, {}, {}", self.rows(), self.b.rows(), self.c.rows())));
         }
         Ok(())
     }

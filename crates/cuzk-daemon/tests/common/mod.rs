@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_filecoin::porep::c1::C1;
-use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
 use cuzk_daemon::proto::{self, proving_engine_client::ProvingEngineClient, ProofKind, SubmitProofRequest};
 use cuzk_daemon::DaemonConfig;
+use cuzk_filecoin::porep::c1::C1;
+use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
 use tonic::transport::Channel;
 
 pub fn fixture() -> PathBuf {

@@ -99,7 +99,9 @@ impl C1 {
         // serde would report as a syntax error deep inside the struct, so say it here.
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') | None => {}
-            Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n') if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() => {
+            Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n')
+                if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() =>
+            {
                 return Err(Error::c1(path, "not a C1 output (SealCommitPhase1Output): the JSON value is not an object"));
             }
             Some(_) => {}
@@ -163,12 +165,7 @@ impl C1 {
                         )));
                     }
                 },
-                _ => {
-                    return Err(Error::c1(
-                        path,
-                        "vanilla_proofs must be an object with one proof-version key",
-                    ))
-                }
+                _ => return Err(Error::c1(path, "vanilla_proofs must be an object with one proof-version key")),
             }
         } else {
             raw.vanilla_proofs
@@ -202,19 +199,15 @@ impl C1 {
 
     /// The vanilla proofs typed for tree shape `Tree` (one list of challenge proofs per
     /// partition).
-    pub fn vanilla<Tree: 'static + MerkleTreeTrait>(
-        &self,
-    ) -> Result<Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>> {
-        serde_json::from_value(self.vanilla_proofs.clone())
-            .map_err(|e| Error::c1(&self.path, format!("malformed vanilla proofs: {e}")))
+    pub fn vanilla<Tree: 'static + MerkleTreeTrait>(&self) -> Result<Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>> {
+        serde_json::from_value(self.vanilla_proofs.clone()).map_err(|e| Error::c1(&self.path, format!("malformed vanilla proofs: {e}")))
     }
 }
 
 /// Everything filecoin-proofs needs to build and check the partition circuits of one C1.
 pub struct Prepared<Tree: 'static + MerkleTreeTrait> {
     pub config: PoRepConfig,
-    pub public_inputs:
-        stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    pub public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
     pub public_params: compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
     pub vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
 }
@@ -222,10 +215,7 @@ pub struct Prepared<Tree: 'static + MerkleTreeTrait> {
 /// Types the C1 for `Tree` and runs every check: partition count, Merkle path shapes, the
 /// replica id against `identity`, and filecoin-proofs' vanilla-proof verification. A
 /// synthetic C1 gets the structural checks only (its contents are random by design).
-pub fn prepare<Tree: 'static + MerkleTreeTrait>(
-    c1: &C1,
-    identity: &SectorIdentity,
-) -> Result<Prepared<Tree>> {
+pub fn prepare<Tree: 'static + MerkleTreeTrait>(c1: &C1, identity: &SectorIdentity) -> Result<Prepared<Tree>> {
     let config = c1.porep_config();
     let bad = |reason: String| Error::c1(&c1.path, reason);
     if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] {
@@ -276,14 +266,9 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
         )));
     }
     let comm_r = as_safe_commitment(&c1.comm_r, "comm_r").map_err(|e| bad(format!("{e:#}")))?;
-    let comm_d: DefaultPieceDomain =
-        as_safe_commitment(&c1.comm_d, "comm_d").map_err(|e| bad(format!("{e:#}")))?;
-    let public_inputs = stacked::PublicInputs {
-        replica_id: replica,
-        tau: Some(stacked::Tau { comm_d, comm_r }),
-        k: None,
-        seed: Some(c1.seed),
-    };
+    let comm_d: DefaultPieceDomain = as_safe_commitment(&c1.comm_d, "comm_d").map_err(|e| bad(format!("{e:#}")))?;
+    let public_inputs =
+        stacked::PublicInputs { replica_id: replica, tau: Some(stacked::Tau { comm_d, comm_r }), k: None, seed: Some(c1.seed) };
     let setup = compound_proof::SetupParams {
         vanilla_params: filecoin_proofs::parameters::setup_params(&config).map_err(Error::filecoin)?,
         partitions: Some(partitions),
@@ -302,12 +287,7 @@ pub fn prepare<Tree: 'static + MerkleTreeTrait>(
             c1.path.display()
         )));
     }
-    Ok(Prepared {
-        config,
-        public_inputs,
-        public_params,
-        vanilla,
-    })
+    Ok(Prepared { config, public_inputs, public_params, vanilla })
 }
 
 /// A Merkle inclusion proof must have one level per tree level, each with `arity − 1`
@@ -329,11 +309,7 @@ fn check_path<P: MerkleProofTrait>(proof: &P, leaves: usize, hashes: bool) -> st
             c
         };
         if hashes.len() + 1 != arity || *index >= arity {
-            return Err(format!(
-                "level {level} has {} siblings and index {index}, expected {} siblings",
-                hashes.len(),
-                arity - 1
-            ));
+            return Err(format!("level {level} has {} siblings and index {index}, expected {} siblings", hashes.len(), arity - 1));
         }
     }
     if hashes && !proof.verify() {

@@ -15,9 +15,7 @@ use crate::{Error, Result};
 pub const PARTITION_PROOF_BYTES: usize = 192;
 
 /// Builds the partition circuits of a prepared C1 (one per partition).
-pub fn circuits<Tree: 'static + MerkleTreeTrait>(
-    p: &Prepared<Tree>,
-) -> Result<Vec<StackedCircuit<Tree, DefaultPieceHasher>>> {
+pub fn circuits<Tree: 'static + MerkleTreeTrait>(p: &Prepared<Tree>) -> Result<Vec<StackedCircuit<Tree, DefaultPieceHasher>>> {
     p.vanilla
         .iter()
         .enumerate()

@@ -9,8 +9,8 @@ use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use filecoin_proofs_api::RegisteredSealProof;
 
-use cuzk_core::params::{self, ParamsLayout};
 use crate::{Error, Result};
+use cuzk_core::params::{self, ParamsLayout};
 
 /// The files of one parameter set.
 #[derive(Clone, Debug)]

@@ -3,10 +3,10 @@
 //! topology), the witness modes, and the per-partition witnesses, profiles and reference
 //! syntheses of a C1 output.
 
+use super::witness::Partition;
 use crate::porep::c1::{prepare, Prepared, C1};
 use crate::porep::sector::SectorIdentity;
 use crate::porep::{circuits, RegisteredSealProof};
-use super::witness::Partition;
 use cuzk_witness::WitnessCs;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::with_shape;
@@ -49,7 +49,8 @@ pub fn extract(rp: RegisteredSealProof) -> Result<PreCompiledCircuit> {
 fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof) -> Result<PreCompiledCircuit> {
     let cfg = rp.as_v1_config();
     let pp = filecoin_proofs::parameters::public_params::<Tree>(&cfg).map_err(Error::filecoin)?;
-    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp);
+    let blank =
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp);
     Ok(cuzk_pce::extract(blank)?)
 }
 
@@ -91,18 +92,26 @@ pub fn partition<Tree: 'static + MerkleTreeTrait>(p: &Prepared<Tree>, k: usize) 
     if proofs.iter().any(|q| q.comm_r_last() != comm_r_last || q.comm_c() != comm_c) {
         return Err(Error::Witness(format!("partition {k}: its challenges disagree on comm_r_last or comm_c")));
     }
-    Ok(Partition { replica_id: p.public_inputs.replica_id, comm_d: tau.comm_d, comm_r: tau.comm_r, comm_r_last, comm_c, proofs: proofs.clone() })
+    Ok(Partition {
+        replica_id: p.public_inputs.replica_id,
+        comm_d: tau.comm_d,
+        comm_r: tau.comm_r,
+        comm_r_last,
+        comm_c,
+        proofs: proofs.clone(),
+    })
 }
 
 /// Partition `k`'s witness pieces, one per challenge, computed as `mode` says.
 pub fn challenge_pieces<Tree: 'static + MerkleTreeTrait>(p: &Prepared<Tree>, k: usize, mode: WitnessMode) -> Result<Vec<Piece>> {
     use bellperson::Circuit;
     Ok(match mode {
-        WitnessMode::Native => partition(p, k)?.per_challenge().into_iter().map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece).collect(),
-        WitnessMode::Gadgets => circuits::challenge_circuits(p, k)?
-            .into_iter()
-            .map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece)
-            .collect(),
+        WitnessMode::Native => {
+            partition(p, k)?.per_challenge().into_iter().map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece).collect()
+        }
+        WitnessMode::Gadgets => {
+            circuits::challenge_circuits(p, k)?.into_iter().map(|c| Box::new(move |cs: &mut WitnessCs| c.synthesize(cs)) as Piece).collect()
+        }
     })
 }
 
@@ -151,15 +160,18 @@ pub fn full_syntheses(c1: &C1, id: &SectorIdentity, circuits: usize) -> Result<V
 fn full_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, circuits: usize) -> Result<Vec<FullSynthesis>> {
     let prepared = prepare::<Tree>(c1, id)?;
     let list = repeat(circuits::circuits(&prepared)?, circuits);
-    list.into_par_iter()
-        .map(|c| reference::synthesize(c).map_err(|e| Error::Witness(e.to_string())))
-        .collect()
+    list.into_par_iter().map(|c| reference::synthesize(c).map_err(|e| Error::Witness(e.to_string()))).collect()
 }
 
 /// The first partition's witness profiled by namespace ([`cuzk_witness::profile`]), after a
 /// plain timed witness pass of the same circuit; the profiled witness must equal the plain
 /// one. Returns (plain seconds, profiled seconds, rows).
-pub fn profile_witness(c1: &C1, id: &SectorIdentity, pce: &PreCompiledCircuit, depth: usize) -> Result<(f64, f64, Vec<cuzk_witness::profile::Row>)> {
+pub fn profile_witness(
+    c1: &C1,
+    id: &SectorIdentity,
+    pce: &PreCompiledCircuit,
+    depth: usize,
+) -> Result<(f64, f64, Vec<cuzk_witness::profile::Row>)> {
     with_shape!(c1.sector_size(), profile_shaped, c1, id, pce, depth)
 }
 

@@ -16,12 +16,7 @@ use super::sector::SectorIdentity;
 use crate::{Error, Result};
 
 /// Proves a C1 with bellperson and returns the seal proof bytes.
-pub fn prove(
-    c1: &C1,
-    identity: &SectorIdentity,
-    params: &Parameters<Bls12>,
-    tracer: &StageTracer,
-) -> Result<Vec<u8>> {
+pub fn prove(c1: &C1, identity: &SectorIdentity, params: &Parameters<Bls12>, tracer: &StageTracer) -> Result<Vec<u8>> {
     prove_with(c1, identity, params, None, tracer)
 }
 

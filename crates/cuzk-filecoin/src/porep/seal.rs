@@ -9,8 +9,8 @@ use filecoin_proofs_api::{PaddedBytesAmount, UnpaddedBytesAmount};
 use rand::{RngCore, SeedableRng};
 
 use super::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_core::atomic::write_atomically;
 use crate::{Error, Result};
+use cuzk_core::atomic::write_atomically;
 
 /// Seals a random sector of `sector_size` bytes and writes `out_dir/c1.json` and
 /// `out_dir/c1.meta.json`. Returns the metadata.
@@ -18,10 +18,7 @@ pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &P
     let rp = sector::registered_proof(sector_size)?;
     let fc = Error::filecoin;
     std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
-    let work = tempfile::Builder::new()
-        .prefix("cuzk-seal-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let work = tempfile::Builder::new().prefix("cuzk-seal-").tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let cache = work.path().join("cache");
     let staged = work.path().join("staged");
     let sealed = work.path().join("sealed");
@@ -38,13 +35,8 @@ pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &P
     let sector_id = identity.sector_id();
 
     tracing::info!(size = %sector::size_name(sector_size), "adding piece");
-    let mut staged_file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)
-        .map_err(|e| Error::io(&staged, e))?;
+    let mut staged_file =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged).map_err(|e| Error::io(&staged, e))?;
     let (piece_info, _) = seal::add_piece(rp, &piece[..], &mut staged_file, unpadded, &[]).map_err(fc)?;
     drop(staged_file);
     std::fs::File::create(&sealed).map_err(|e| Error::io(&sealed, e))?;

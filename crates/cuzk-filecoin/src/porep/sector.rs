@@ -11,13 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// The PoRep sector sizes filecoin-proofs registers, with their names.
-pub const SIZES: [(&str, u64); 5] = [
-    ("2KiB", 2 << 10),
-    ("8MiB", 8 << 20),
-    ("512MiB", 512 << 20),
-    ("32GiB", 32 << 30),
-    ("64GiB", 64 << 30),
-];
+pub const SIZES: [(&str, u64); 5] = [("2KiB", 2 << 10), ("8MiB", 8 << 20), ("512MiB", 512 << 20), ("32GiB", 32 << 30), ("64GiB", 64 << 30)];
 
 /// Parses "2KiB", "8MiB", "512MiB", "32GiB", "64GiB" (case-insensitive) or a byte count.
 pub fn parse_sector_size(s: &str) -> Result<u64> {
@@ -36,11 +30,7 @@ pub fn parse_sector_size(s: &str) -> Result<u64> {
 
 /// "2KiB" for 2048, etc.; the byte count for anything else.
 pub fn size_name(bytes: u64) -> String {
-    SIZES
-        .iter()
-        .find(|(_, v)| *v == bytes)
-        .map(|(n, _)| n.to_string())
-        .unwrap_or_else(|| format!("{bytes} bytes"))
+    SIZES.iter().find(|(_, v)| *v == bytes).map(|(n, _)| n.to_string()).unwrap_or_else(|| format!("{bytes} bytes"))
 }
 
 /// The registered proof cuzk seals and proves with for a sector size (the V1_1 proofs that
@@ -53,11 +43,7 @@ pub fn registered_proof(sector_size: u64) -> Result<RegisteredSealProof> {
         x if x == 512 << 20 => StackedDrg512MiBV1_1,
         x if x == 32 << 30 => StackedDrg32GiBV1_1,
         x if x == 64 << 30 => StackedDrg64GiBV1_1,
-        _ => {
-            return Err(Error::SectorSize(format!(
-                "no registered PoRep proof for a {sector_size}-byte sector"
-            )))
-        }
+        _ => return Err(Error::SectorSize(format!("no registered PoRep proof for a {sector_size}-byte sector"))),
     })
 }
 
@@ -121,17 +107,14 @@ pub struct SectorMeta {
 
 impl SectorMeta {
     pub fn identity(&self) -> SectorIdentity {
-        SectorIdentity {
-            miner_id: self.miner_id,
-            sector_number: self.sector_number,
-        }
+        SectorIdentity { miner_id: self.miner_id, sector_number: self.sector_number }
     }
 
     /// Reads a metadata file, checking that its prover id matches its miner id.
     pub fn load(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let meta: SectorMeta = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::c1(path, format!("not a cuzk sector metadata file: {e}")))?;
+        let meta: SectorMeta =
+            serde_json::from_slice(&bytes).map_err(|e| Error::c1(path, format!("not a cuzk sector metadata file: {e}")))?;
         if meta.prover_id != hex::encode(prover_id(meta.miner_id)) {
             return Err(Error::c1(path, "prover_id does not match miner_id"));
         }
@@ -141,10 +124,7 @@ impl SectorMeta {
 
 /// The metadata file that belongs to a C1 file: `c1.json` -> `c1.meta.json`.
 pub fn meta_path_for(c1: &Path) -> PathBuf {
-    let stem = c1
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "c1".into());
+    let stem = c1.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "c1".into());
     c1.with_file_name(format!("{stem}.meta.json"))
 }
 

@@ -47,12 +47,7 @@ fn randoms<D: Domain>(rng: &mut impl Rng, n: usize) -> Vec<D> {
 /// A path of shape (A, B, C) for `node` among `leaves`, from a random leaf to `root`: base
 /// levels with the node's base-A digits inside its sub-tree, then the sub-tree and top-tree
 /// levels.
-fn path<H: Hasher, A, B, C>(
-    rng: &mut impl Rng,
-    node: usize,
-    leaves: usize,
-    root: H::Domain,
-) -> MerkleProof<H, A, B, C>
+fn path<H: Hasher, A, B, C>(rng: &mut impl Rng, node: usize, leaves: usize, root: H::Domain) -> MerkleProof<H, A, B, C>
 where
     A: filecoin_hashers::PoseidonArity,
     B: filecoin_hashers::PoseidonArity,
@@ -138,7 +133,10 @@ fn generate_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof, see
         fr.into()
     };
     let mut variant = serde_json::Map::new();
-    variant.insert(super::c1::variant_for(sector::sector_size_of(rp)), serde_json::to_value(&vanilla).map_err(|e| Error::Invalid(e.to_string()))?);
+    variant.insert(
+        super::c1::variant_for(sector::sector_size_of(rp)),
+        serde_json::to_value(&vanilla).map_err(|e| Error::Invalid(e.to_string()))?,
+    );
     let mut out = serde_json::Map::new();
     out.insert("registered_proof".into(), serde_json::to_value(rp).map_err(|e| Error::Invalid(e.to_string()))?);
     out.insert("vanilla_proofs".into(), serde_json::Value::Object(variant));

@@ -3,8 +3,8 @@
 //! silently rebuild a missing `.vk` from the `.params` file, or fail with a vague error).
 
 use super::c1::C1;
-use super::sector::SectorIdentity;
 use super::params::ParamPaths;
+use super::sector::SectorIdentity;
 use cuzk_core::params;
 
 use crate::{Error, Result};

@@ -201,7 +201,10 @@ fn sha256_inclusion(cs: &mut WitnessCs, path: &[(Vec<Option<Fr>>, Option<usize>)
     let mut index_bits = Vec::with_capacity(path.len());
     for (hashes, index) in path {
         let [Some(sibling)] = hashes.as_slice() else {
-            return Err(SynthesisError::IncompatibleLengthVector(format!("a comm_d path level with {} siblings (a binary tree has 1)", hashes.len())));
+            return Err(SynthesisError::IncompatibleLengthVector(format!(
+                "a comm_d path level with {} siblings (a binary tree has 1)",
+                hashes.len()
+            )));
         };
         let right = index.ok_or(SynthesisError::AssignmentMissing)? & 1 == 1;
         index_bits.push(right);
