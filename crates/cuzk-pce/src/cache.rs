@@ -1,5 +1,5 @@
 //! The on-disk PCE cache. A file is a fixed header — magic, format version, the SHA-256 of
-//! the circuit identity (sector size, porep id, API version, circuit crate versions), the
+//! the circuit identity (everything the topology depends on, as its proof kind states it), the
 //! payload length and the payload's SHA-256 — followed by the zstd-compressed bincode of the
 //! [`PreCompiledCircuit`]. Files are written to a temporary file and renamed, under a lock
 //! file, so two processes building at once leave one valid file. On load the file is mapped

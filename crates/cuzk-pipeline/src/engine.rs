@@ -286,238 +286,41 @@ impl Engine {
         let trace = cfg.trace.clone().unwrap_or_else(Trace::new);
         trace.start_sampler(cfg.sample_period);
         let budget = Budget::new(cfg.budget_bytes);
-        let reg: InFlight = Arc::default();
         let stats = Arc::new(Stats::default());
-        let j = cfg.synthesis_workers.max(1);
+        let (j, matvec_workers) = (cfg.synthesis_workers.max(1), cfg.matvec_workers.max(1));
         let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
         let (submit_tx, submit_rx) = unbounded::<Submission>();
         let (wit_tx, wit_rx) = bounded::<WitnessItem>(j);
-        let (mv_tx, mv_rx) = bounded::<MatvecItem>(cfg.matvec_workers.max(1));
+        let (mv_tx, mv_rx) = bounded::<MatvecItem>(matvec_workers);
         let (pr_tx, pr_rx) = bounded::<ProveItem>(provers);
         let (done_tx, done_rx) = unbounded::<Done>();
-        let mut threads = Vec::new();
-        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
-        };
-
+        let stage = Stage { trace: trace.clone(), inflight: Arc::default(), done: done_tx };
         let matvec = cfg.matvec.resolve(&cfg.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
-        // Parse.
-        {
-            let (trace, reg, done_tx) = (trace.clone(), reg.clone(), done_tx.clone());
-            threads.push(spawn(
-                "cuzk-parse".into(),
-                Box::new(move || {
-                    for sub in submit_rx {
-                        let job = trace.record("parse", sub.id, 0, "parse", "", || guarded("parse", sub.source));
-                        let job = match job {
-                            Ok(j) if j.partitions.is_empty() => Err(PipelineError::Job("the job has no partitions".into())),
-                            other => other,
-                        };
-                        match job {
-                            Err(e) => {
-                                let _ = sub.reply.send(Outcome {
-                                    id: sub.id,
-                                    result: Err(e),
-                                    verified: false,
-                                    submitted_s: sub.submitted_s,
-                                    finished_s: trace.now(),
-                                });
-                            }
-                            Ok(job) => {
-                                let n = job.partitions.len();
-                                lock(&reg).insert(
-                                    sub.id,
-                                    ProofState {
-                                        parts: (0..n).map(|_| None).collect(),
-                                        remaining: n,
-                                        error: None,
-                                        assemble: job.assemble,
-                                        verify: job.verify,
-                                        reply: sub.reply,
-                                        submitted_s: sub.submitted_s,
-                                    },
-                                );
-                                let ws = WorkingSet::at(&job.pce, matvec);
-                                for (k, p) in job.partitions.into_iter().enumerate() {
-                                    let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
-                                    if let Err(e) = wit_tx.send(WitnessItem { c, synth: p.synthesize }) {
-                                        let id = e.0.c.id;
-                                        let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }),
-            )?);
-        }
+        let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
+            .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
 
-        // Witness (admission).
+        let mut threads = vec![spawn("cuzk-parse".into(), parse_stage(stage.clone(), submit_rx, wit_tx, matvec))?];
         for wi in 0..j {
-            let (trace, reg, done_tx, rx, tx, budget) =
-                (trace.clone(), reg.clone(), done_tx.clone(), wit_rx.clone(), mv_tx.clone(), budget.clone());
             threads.push(spawn(
                 format!("cuzk-witness-{wi}"),
-                Box::new(move || {
-                    let lane = format!("witness-{wi}");
-                    for item in rx {
-                        let WitnessItem { c, synth } = item;
-                        if failed(&reg, c.id) {
-                            let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
-                            continue;
-                        }
-                        let r = (|| {
-                            let lease = budget.acquire(c.ws.total())?;
-                            let w = trace.record("witness", c.id, c.k, &lane, "", || {
-                                guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness))
-                            })?;
-                            Ok((w, lease))
-                        })();
-                        match r {
-                            Ok((w, lease)) => {
-                                let (id, k) = (c.id, c.k);
-                                if tx.send(MatvecItem { c, w, lease }).is_err() {
-                                    let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
-                                }
-                            }
-                            Err(e) => {
-                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(e) });
-                            }
-                        }
-                    }
-                }),
+                witness_stage(stage.clone(), wi, wit_rx.clone(), mv_tx.clone(), budget.clone()),
             )?);
         }
         drop(mv_tx);
-
-        // Mat-vec.
-        for mi in 0..cfg.matvec_workers.max(1) {
-            let (trace, reg, done_tx, rx, tx) = (trace.clone(), reg.clone(), done_tx.clone(), mv_rx.clone(), pr_tx.clone());
-            threads.push(spawn(
-                format!("cuzk-matvec-{mi}"),
-                Box::new(move || {
-                    let lane = format!("mat-vec-{mi}");
-                    for MatvecItem { c, w, lease } in rx {
-                        if failed(&reg, c.id) {
-                            let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
-                            continue;
-                        }
-                        let eval = match matvec {
-                            MatVecPlace::Backend => Ok(None),
-                            _ => trace.record("mat-vec", c.id, c.k, &lane, "", || {
-                                guarded("mat-vec", || {
-                                    c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e)))
-                                })
-                            }),
-                        };
-                        match eval {
-                            Ok(eval) => {
-                                let (id, k) = (c.id, c.k);
-                                if tx.send(ProveItem { c, w, eval, lease }).is_err() {
-                                    let _ = done_tx.send(Done { id, k, result: Err(PipelineError::Shutdown) });
-                                }
-                            }
-                            Err(e) => {
-                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(e) });
-                            }
-                        }
-                    }
-                }),
-            )?);
+        for mi in 0..matvec_workers {
+            threads.push(spawn(format!("cuzk-matvec-{mi}"), matvec_stage(stage.clone(), mi, mv_rx.clone(), pr_tx.clone(), matvec))?);
         }
         drop(pr_tx);
-
-        // Prove.
-        let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
-            .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
         for dev in &cfg.devices {
             for pi in 0..cfg.provers_per_device.max(1) {
-                let (trace, reg, done_tx, rx, dev, mode, stats, fallback) =
-                    (trace.clone(), reg.clone(), done_tx.clone(), pr_rx.clone(), dev.clone(), cfg.mode, stats.clone(), fallback.clone());
-                threads.push(spawn(
-                    format!("cuzk-prove-{}-{pi}", dev.name),
-                    Box::new(move || {
-                        let lane = format!("prove-{}-{pi}", dev.name);
-                        for ProveItem { c, w, eval, mut lease } in rx {
-                            if failed(&reg, c.id) {
-                                let _ = done_tx.send(Done { id: c.id, k: c.k, result: Err(PipelineError::Skipped) });
-                                continue;
-                            }
-                            let abc = c.ws.abc;
-                            let result = trace.record("prove", c.id, c.k, &lane, &dev.name, || {
-                                guarded("prove", || prove_partition(dev.backend.as_ref(), &c, &w, eval, mode))
-                            });
-                            let result = match (result, &fallback) {
-                                (Err(PipelineError::Device(m)), Some(cpu)) => {
-                                    tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "device failed ({m}); proving this partition again on the CPU");
-                                    stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
-                                    trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{pi}", dev.name), "cpu", || {
-                                        guarded("prove", || {
-                                            let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))?;
-                                            prove_partition(cpu.as_ref(), &c, &w, Some(eval), mode)
-                                        })
-                                    })
-                                }
-                                (r, _) => r,
-                            };
-                            // a, b, c were consumed (and freed) by the prover; the witness goes now.
-                            lease.release(abc);
-                            drop(w);
-                            drop(lease);
-                            if result.is_ok() {
-                                stats.partitions_proved.fetch_add(1, Ordering::Relaxed);
-                            }
-                            let _ = done_tx.send(Done { id: c.id, k: c.k, result });
-                        }
-                    }),
-                )?);
+                let prover = Prover { dev: dev.clone(), index: pi, mode: cfg.mode, stats: stats.clone(), fallback: fallback.clone() };
+                threads.push(spawn(format!("cuzk-prove-{}-{pi}", dev.name), prove_stage(stage.clone(), prover, pr_rx.clone()))?);
             }
         }
-        drop(done_tx);
-
-        // Finalize.
-        {
-            let (trace, reg, stats) = (trace.clone(), reg.clone(), stats.clone());
-            threads.push(spawn(
-                "cuzk-finalize".into(),
-                Box::new(move || {
-                    for d in done_rx {
-                        let finished = {
-                            let mut map = lock(&reg);
-                            let Some(st) = map.get_mut(&d.id) else { continue };
-                            match d.result {
-                                Ok(p) => st.parts[d.k] = Some(p),
-                                Err(PipelineError::Skipped) => {}
-                                Err(e) => {
-                                    if st.error.is_none() {
-                                        tracing::warn!(proof = d.id, partition = d.k, "partition failed: {e}");
-                                        st.error = Some(e);
-                                    }
-                                }
-                            }
-                            st.remaining -= 1;
-                            if st.remaining == 0 {
-                                map.remove(&d.id)
-                            } else {
-                                None
-                            }
-                        };
-                        if let Some(st) = finished {
-                            let (result, verified) =
-                                trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
-                            if result.is_ok() {
-                                stats.completed.fetch_add(1, Ordering::Relaxed);
-                            } else {
-                                stats.failed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            let _ =
-                                st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
-                        }
-                    }
-                }),
-            )?);
-        }
-
+        // The finalize thread ends when every stage thread (each holding a `done` sender) has.
+        let (trace_f, inflight_f) = (stage.trace.clone(), stage.inflight.clone());
+        drop(stage);
+        threads.push(spawn("cuzk-finalize".into(), finalize_stage(trace_f, inflight_f, done_rx, stats.clone()))?);
         Ok(Engine { submit: Some(submit_tx), threads, trace, budget, next_id: AtomicU64::new(1), stats })
     }
 
@@ -559,6 +362,219 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.join();
+    }
+}
+
+/// What every stage thread but finalize shares: the trace, the proofs in flight and the
+/// channel to finalize.
+#[derive(Clone)]
+struct Stage {
+    trace: Arc<Trace>,
+    inflight: InFlight,
+    done: Sender<Done>,
+}
+
+impl Stage {
+    fn done(&self, id: u64, k: usize, result: Result<Proof<Bls12>, PipelineError>) {
+        let _ = self.done.send(Done { id, k, result });
+    }
+
+    /// True (and the partition reported skipped) when another partition of its proof failed.
+    fn skipped(&self, c: &Carry) -> bool {
+        let failed = failed(&self.inflight, c.id);
+        if failed {
+            self.done(c.id, c.k, Err(PipelineError::Skipped));
+        }
+        failed
+    }
+
+    /// Passes `item` on to the next stage, or reports its partition lost to shutdown.
+    fn forward<T>(&self, tx: &Sender<T>, item: T, id: u64, k: usize) {
+        if tx.send(item).is_err() {
+            self.done(id, k, Err(PipelineError::Shutdown));
+        }
+    }
+}
+
+type StageFn = Box<dyn FnOnce() + Send>;
+
+fn spawn(name: String, f: StageFn) -> Result<JoinHandle<()>, PipelineError> {
+    std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
+}
+
+/// Parse: each submission's job source runs here; its partitions go to the witness stage.
+fn parse_stage(st: Stage, rx: Receiver<Submission>, tx: Sender<WitnessItem>, matvec: MatVecPlace) -> StageFn {
+    Box::new(move || {
+        for sub in rx {
+            let job = st.trace.record("parse", sub.id, 0, "parse", "", || guarded("parse", sub.source));
+            let job = match job {
+                Ok(j) if j.partitions.is_empty() => Err(PipelineError::Job("the job has no partitions".into())),
+                other => other,
+            };
+            let job = match job {
+                Ok(job) => job,
+                Err(e) => {
+                    let outcome =
+                        Outcome { id: sub.id, result: Err(e), verified: false, submitted_s: sub.submitted_s, finished_s: st.trace.now() };
+                    let _ = sub.reply.send(outcome);
+                    continue;
+                }
+            };
+            let n = job.partitions.len();
+            let state = ProofState {
+                parts: (0..n).map(|_| None).collect(),
+                remaining: n,
+                error: None,
+                assemble: job.assemble,
+                verify: job.verify,
+                reply: sub.reply,
+                submitted_s: sub.submitted_s,
+            };
+            lock(&st.inflight).insert(sub.id, state);
+            let ws = WorkingSet::at(&job.pce, matvec);
+            for (k, p) in job.partitions.into_iter().enumerate() {
+                let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
+                st.forward(&tx, WitnessItem { c, synth: p.synthesize }, sub.id, k);
+            }
+        }
+    })
+}
+
+/// Witness: admission against the byte budget, then the partition's witness synthesis.
+fn witness_stage(st: Stage, wi: usize, rx: Receiver<WitnessItem>, tx: Sender<MatvecItem>, budget: Budget) -> StageFn {
+    Box::new(move || {
+        let lane = format!("witness-{wi}");
+        for WitnessItem { c, synth } in rx {
+            if st.skipped(&c) {
+                continue;
+            }
+            let made = budget.acquire(c.ws.total()).and_then(|lease| {
+                let w = st
+                    .trace
+                    .record("witness", c.id, c.k, &lane, "", || guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness)))?;
+                Ok((w, lease))
+            });
+            let (id, k) = (c.id, c.k);
+            match made {
+                Ok((w, lease)) => st.forward(&tx, MatvecItem { c, w, lease }, id, k),
+                Err(e) => st.done(id, k, Err(e)),
+            }
+        }
+    })
+}
+
+/// Mat-vec: a, b, c on the host, unless the backend evaluates the matrices itself.
+fn matvec_stage(st: Stage, mi: usize, rx: Receiver<MatvecItem>, tx: Sender<ProveItem>, matvec: MatVecPlace) -> StageFn {
+    Box::new(move || {
+        let lane = format!("mat-vec-{mi}");
+        for MatvecItem { c, w, lease } in rx {
+            if st.skipped(&c) {
+                continue;
+            }
+            let eval = match matvec {
+                MatVecPlace::Backend => Ok(None),
+                _ => st.trace.record("mat-vec", c.id, c.k, &lane, "", || {
+                    guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
+                }),
+            };
+            let (id, k) = (c.id, c.k);
+            match eval {
+                Ok(eval) => st.forward(&tx, ProveItem { c, w, eval, lease }, id, k),
+                Err(e) => st.done(id, k, Err(e)),
+            }
+        }
+    })
+}
+
+/// One prover thread's device and settings.
+struct Prover {
+    dev: Device,
+    index: usize,
+    mode: MsmMode,
+    stats: Arc<Stats>,
+    /// The CPU backend a failed device's partition is retried on (`RetryOnCpu`).
+    fallback: Option<Arc<dyn Backend>>,
+}
+
+impl Prover {
+    /// The partition's proof on the device, or (device failure under `RetryOnCpu`) on the CPU.
+    fn prove(&self, trace: &Trace, lane: &str, c: &Carry, w: &WitnessCs, eval: Option<Evaluations>) -> Result<Proof<Bls12>, PipelineError> {
+        let dev = &self.dev;
+        let result = trace.record("prove", c.id, c.k, lane, &dev.name, || {
+            guarded("prove", || prove_partition(dev.backend.as_ref(), c, w, eval, self.mode))
+        });
+        match (result, &self.fallback) {
+            (Err(PipelineError::Device(m)), Some(cpu)) => {
+                tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "device failed ({m}); proving this partition again on the CPU");
+                self.stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
+                trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{}", dev.name, self.index), "cpu", || {
+                    guarded("prove", || {
+                        let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))?;
+                        prove_partition(cpu.as_ref(), c, w, Some(eval), self.mode)
+                    })
+                })
+            }
+            (r, _) => r,
+        }
+    }
+}
+
+/// Prove: the Groth16 proof of each partition on this thread's device.
+fn prove_stage(st: Stage, prover: Prover, rx: Receiver<ProveItem>) -> StageFn {
+    Box::new(move || {
+        let lane = format!("prove-{}-{}", prover.dev.name, prover.index);
+        for ProveItem { c, w, eval, mut lease } in rx {
+            if st.skipped(&c) {
+                continue;
+            }
+            let result = prover.prove(&st.trace, &lane, &c, &w, eval);
+            // a, b, c were consumed (and freed) by the prover; the witness goes now.
+            lease.release(c.ws.abc);
+            drop(w);
+            drop(lease);
+            if result.is_ok() {
+                prover.stats.partitions_proved.fetch_add(1, Ordering::Relaxed);
+            }
+            st.done(c.id, c.k, result);
+        }
+    })
+}
+
+/// Finalize: collects partition proofs; a proof whose partitions are all in is assembled,
+/// verified and answered.
+fn finalize_stage(trace: Arc<Trace>, inflight: InFlight, rx: Receiver<Done>, stats: Arc<Stats>) -> StageFn {
+    Box::new(move || {
+        for d in rx {
+            let Some(st) = record_partition(&inflight, d.id, d.k, d.result) else { continue };
+            let (result, verified) =
+                trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
+            let counter = if result.is_ok() { &stats.completed } else { &stats.failed };
+            counter.fetch_add(1, Ordering::Relaxed);
+            let _ = st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
+        }
+    })
+}
+
+/// Files one partition's result under its proof; returns the proof's state once its last
+/// partition is in (and removes it from the in-flight table).
+fn record_partition(inflight: &InFlight, id: u64, k: usize, result: Result<Proof<Bls12>, PipelineError>) -> Option<ProofState> {
+    let mut map = lock(inflight);
+    let st = map.get_mut(&id)?;
+    match result {
+        Ok(p) => st.parts[k] = Some(p),
+        Err(PipelineError::Skipped) => {}
+        Err(e) => {
+            if st.error.is_none() {
+                tracing::warn!(proof = id, partition = k, "partition failed: {}", e.chain());
+                st.error = Some(e);
+            }
+        }
+    }
+    st.remaining -= 1;
+    if st.remaining == 0 {
+        map.remove(&id)
+    } else {
+        None
     }
 }
 
