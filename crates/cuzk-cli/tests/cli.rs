@@ -59,7 +59,8 @@ fn demo_proves_the_bundled_sector_and_the_proof_verifies_only_untampered() {
     assert!(out.contains("new path") && out.contains("new-path breakdown"), "{out}");
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let stages: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["stage"].as_str().unwrap()).collect();
-    assert_eq!(stages, ["load-params", "pce-load", "check-c1", "witness", "mat-vec", "prove", "verify"]);
+    // Loading, then the engine's stages of the proof (finalize assembles and runs verify_seal).
+    assert_eq!(stages, ["load-params", "pce-load", "parse", "witness", "mat-vec", "prove", "finalize"]);
 
     let o = cuzk(&["verify", "--c1", s(&fixture()), "--proof", s(&proof)], &[]);
     assert_eq!(o.status.code(), Some(0));
