@@ -24,7 +24,7 @@ pub fn prove_one(backend: Arc<dyn Backend>, input: Arc<PorepInput>, opts: JobOpt
     let mut cfg = Config::cpu(1, cuzk_pipeline::budget::default_budget());
     cfg.devices = vec![Device { name: backend.name().to_string(), backend }];
     let engine = Engine::start(cfg)?;
-    let out = engine.submit(crate::kinds().porep.job(input, opts))?.wait();
+    let out = engine.submit(crate::context::kinds().porep.job(input, opts))?.wait();
     let events = engine.trace().events_of(out.id);
     let stages = engine.trace().stage_summaries(|e| e.proof == out.id);
     engine.shutdown();

@@ -133,12 +133,12 @@ pub fn run(
     stage_log: &dyn Fn() -> Vec<(String, f64)>,
 ) -> Result<PartitionBench> {
     let t = Instant::now();
-    let (pce, _) = crate::kinds().porep.shared_pce(c1.registered_proof)?;
+    let (pce, _) = crate::context::kinds().porep.shared_pce(c1.registered_proof)?;
     let pce_seconds = t.elapsed().as_secs_f64();
     tracing::info!(pce_seconds, constraints = pce.num_constraints, "PCE ready");
 
     let (t, cpu) = (Instant::now(), cpu_seconds());
-    let w = porep::partition_witness(c1, id, &pce, o.partition, crate::kinds().porep.witness_mode())?;
+    let w = porep::partition_witness(c1, id, &pce, o.partition, crate::context::kinds().porep.witness_mode())?;
     let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let host = pce.evaluate(&w.inputs, &w.aux)?;

@@ -63,7 +63,7 @@ fn digests(r: &FullSynthesis) -> Digests {
 /// Runs the benchmark over `circuits` circuits of `c1` (0: one per partition).
 pub fn run(c1: &C1, id: &SectorIdentity, circuits: usize, compare_old: bool, mode: WitnessMode, tracer: &StageTracer) -> Result<PceBench> {
     use cuzk_core::mem::cpu_seconds;
-    let (pce, _) = tracer.stage("pce-load", || crate::kinds().porep.shared_pce(c1.registered_proof))?;
+    let (pce, _) = tracer.stage("pce-load", || crate::context::kinds().porep.shared_pce(c1.registered_proof))?;
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let old = tracer.stage("old-synthesis", || porep::full_syntheses(c1, id, circuits))?;
     let (old_seconds, old_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);

@@ -83,7 +83,7 @@ pub fn run_prove(
         Some(OldPath { prove_s, verify_s: secs(t) })
     };
     let t = Instant::now();
-    let (pce, _) = tracer.stage("pce-load", || crate::kinds().porep.shared_pce(c1.registered_proof))?;
+    let (pce, _) = tracer.stage("pce-load", || crate::context::kinds().porep.shared_pce(c1.registered_proof))?;
     let pce_load_s = secs(t);
     let t = Instant::now();
     let input = std::sync::Arc::new(PorepInput { c1: c1.clone(), identity: *id });
@@ -153,8 +153,8 @@ fn measure<P: MsmPoint>(backend: &dyn Backend, name: &str, bases: &[P], scalars:
 /// Plain vs split MSM over the aux scalars of the first partition of `c1` (L, A's dense aux,
 /// B's dense aux in G1 and in G2), each result compared.
 pub fn run_msm_split(backend: &dyn Backend, params: &Parameters<Bls12>, c1: &C1, id: &SectorIdentity) -> Result<Vec<SplitRow>> {
-    let (pce, _) = crate::kinds().porep.shared_pce(c1.registered_proof)?;
-    let ws = porep::witnesses(c1, id, &pce, 1, crate::kinds().porep.witness_mode())?;
+    let (pce, _) = crate::context::kinds().porep.shared_pce(c1.registered_proof)?;
+    let ws = porep::witnesses(c1, id, &pce, 1, crate::context::kinds().porep.witness_mode())?;
     let w = &ws[0];
     let ni = w.inputs.len();
     let bi = popcount(&pce.b_input_density);

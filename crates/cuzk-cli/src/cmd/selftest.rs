@@ -1,13 +1,17 @@
 //! `cuzk selftest`: the GPU check. Runs the backend conformance suite (full scale) against a
 //! backend, then proves one C1 with the CPU backend and with that backend using the same r and
 //! s, requires byte-identical proofs that pass `verify_seal`, and times repeated warm proofs
-//! on both (the GPU's device-resident SRS is uploaded by the first). Writes JSON with --json.
+//! on both (the GPU's device-resident SRS is uploaded by the first). Writes JSON with --json;
+//! exits 1 on any failure. It must not know the other commands.
 
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
+use clap::Args;
 use cuzk_core::backend::{conformance, Backend};
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::SectorIdentity;
@@ -17,6 +21,56 @@ use cuzk_pipeline::JobOptions;
 use ff::Field;
 use rand::SeedableRng;
 use serde::Serialize;
+
+use crate::args::{make_backend, BackendArg, SectorArgs};
+use crate::input::{bundled_c1, load_input, write_json};
+
+#[derive(Args)]
+pub struct SelftestArgs {
+    /// The backend under test (compared with the CPU backend).
+    #[arg(long, value_enum, default_value = "cuda")]
+    backend: BackendArg,
+    /// C1 file to prove (default: the bundled 2 KiB fixture).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Seed of the conformance inputs and of r and s.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Proofs per backend (the first is cold; the median of the others is reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+pub fn run(a: SelftestArgs) -> Result<ExitCode> {
+    let backend = make_backend(a.backend)?;
+    let path = match a.c1 {
+        Some(p) => p,
+        None => bundled_c1()?,
+    };
+    let (c1, id) = load_input(&path, &a.sector)?;
+    let r = measure(backend, c1, id, a.seed, a.repeats)?;
+    if let Some(p) = &a.json {
+        write_json(p, &r)?;
+    }
+    println!(
+        "{}: proofs equal to the CPU's: {}, verify_seal: {}, warm CPU/backend ratio {:.2}x ({} threads)",
+        r.backend, r.proofs_equal, r.verified, r.cpu_over_backend, r.threads
+    );
+    match check(&r) {
+        Ok(()) => {
+            println!("selftest PASSED");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: selftest FAILED: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
 
 #[derive(Serialize)]
 pub struct CaseRow {
@@ -58,7 +112,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
+fn measure(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
     let mut report = Report {
         backend: backend.name().to_string(),
         threads: rayon::current_num_threads(),
@@ -115,7 +169,7 @@ pub fn run(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, rep
     Ok(report)
 }
 
-pub fn check(r: &Report) -> Result<()> {
+fn check(r: &Report) -> Result<()> {
     let failed: Vec<&CaseRow> = r.conformance.iter().filter(|c| c.failure.is_some()).collect();
     if !failed.is_empty() {
         bail!(

@@ -23,7 +23,9 @@ use cuzk_pipeline::JobOptions;
 use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
 use serde::Serialize;
 
-use crate::{load_input, make_devices, BackendArg, SectorArgs};
+use crate::args::{make_devices, BackendArg, SectorArgs};
+use crate::context::kinds;
+use crate::input::load_input;
 
 #[derive(Args)]
 pub struct PipelineArgs {
@@ -173,7 +175,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let c1 = Arc::new(c1);
     let rss_c1 = mark("after C1 load");
     let rp = c1.registered_proof;
-    let params = crate::kinds().porep.shared_params(rp, &StageTracer::new())?;
+    let params = kinds().porep.shared_params(rp, &StageTracer::new())?;
 
     let old = if a.compare_old {
         let t = Instant::now();
@@ -213,7 +215,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         None
     };
 
-    let (pce, _) = crate::kinds().porep.shared_pce(rp)?;
+    let (pce, _) = kinds().porep.shared_pce(rp)?;
     let static_rss = mark("after params + PCE load");
     let devices = make_devices(a.backend)?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
@@ -228,7 +230,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let engine = Engine::start(cfg)?;
     let opts = JobOptions { verify: !a.no_verify, ..JobOptions::default() };
     let input = Arc::new(PorepInput { c1: Arc::unwrap_or_clone(c1.clone()), identity: id });
-    let job = |opts: JobOptions| crate::kinds().porep.job(input.clone(), opts);
+    let job = |opts: JobOptions| kinds().porep.job(input.clone(), opts);
     let warmup = a.warmup.unwrap_or(a.jobs + 2);
     let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     for (k, t) in warm.into_iter().enumerate() {

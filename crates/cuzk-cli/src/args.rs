@@ -1,0 +1,133 @@
+//! Argument types that several subcommands take (the sector flags, the engine and backend
+//! choices, the value enums) and the turning of a backend choice into proving devices. It
+//! knows clap and the backends; it must not know which command uses what, nor print results.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use cuzk_filecoin::porep::sector;
+use cuzk_filecoin::porep::RegisteredSealProof;
+
+#[derive(Args)]
+pub struct SectorArgs {
+    /// Miner id (the prover id is its ID-address payload). Default: from the C1's .meta.json.
+    #[arg(long)]
+    pub miner_id: Option<u64>,
+    /// Sector number. Default: from the C1's .meta.json.
+    #[arg(long)]
+    pub sector_number: Option<u64>,
+    /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); needed for filecoin-proofs' plain C1 form
+    /// when no .meta.json is next to it, and checked against the file otherwise.
+    #[arg(long)]
+    pub sector_size: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// The new path: witness-only synthesis, the cached PCE matrices, cuzk's Groth16 prover.
+    Pce,
+    /// bellperson's synthesis and prover on the real StackedCircuit (the old, reference path).
+    Bellperson,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WitnessArg {
+    /// The PoRep allocation sequence walked with SHA-256 on machine words.
+    Native,
+    /// The circuit's own gadgets through a witness-only constraint system.
+    Gadgets,
+}
+
+impl WitnessArg {
+    pub fn mode(self) -> cuzk_filecoin::porep::pce::WitnessMode {
+        match self {
+            WitnessArg::Native => cuzk_filecoin::porep::pce::WitnessMode::Native,
+            WitnessArg::Gadgets => cuzk_filecoin::porep::pce::WitnessMode::Gadgets,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+pub fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// CUDA when this build has it and a device is present, else the CPU (one log line says why).
+    Auto,
+    /// rayon + blst on this machine's cores.
+    Cpu,
+    /// sppark on CUDA device 0 (an error when the build or the machine has none).
+    Cuda,
+}
+
+#[derive(Args)]
+pub struct EngineArgs {
+    /// Which prover to run.
+    #[arg(long, value_enum, default_value = "pce")]
+    pub engine: Engine,
+    /// Where the new path's MSMs and NTTs run.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendArg,
+}
+
+/// The proving devices for the pipeline: every visible CUDA device (`CUDA_VISIBLE_DEVICES`
+/// is honoured by the CUDA runtime) or the CPU.
+pub fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
+    let cpu =
+        || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+    let gpus = || -> Result<Vec<cuzk_pipeline::Device>, cuzk_gpu::GpuError> {
+        let n = cuzk_gpu::devices()?.len();
+        (0..n).map(|i| Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend: std::sync::Arc::from(cuzk_gpu::open(i)?) })).collect()
+    };
+    match b {
+        BackendArg::Cpu => Ok(cpu()),
+        BackendArg::Cuda => {
+            let v = gpus().context("--backend cuda")?;
+            if v.is_empty() {
+                bail!("--backend cuda: no CUDA device is visible");
+            }
+            Ok(v)
+        }
+        BackendArg::Auto => match gpus() {
+            Ok(v) if !v.is_empty() => Ok(v),
+            Ok(_) => {
+                tracing::info!("backend auto: using the CPU backend because no CUDA device is visible");
+                Ok(cpu())
+            }
+            Err(e) => {
+                tracing::info!("backend auto: using the CPU backend because {e}");
+                Ok(cpu())
+            }
+        },
+    }
+}
+
+pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
+    let cpu = || -> std::sync::Arc<dyn cuzk_core::backend::Backend> { std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) };
+    match b {
+        BackendArg::Cpu => Ok(cpu()),
+        BackendArg::Cuda => cuzk_gpu::open(0).map(std::sync::Arc::from).context("--backend cuda"),
+        BackendArg::Auto => match cuzk_gpu::open(0) {
+            Ok(b) => Ok(std::sync::Arc::from(b)),
+            Err(e) => {
+                tracing::info!("backend auto: using the CPU backend because {e}");
+                Ok(cpu())
+            }
+        },
+    }
+}
+
+/// The seal proof of a `--sector-size` value (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
+pub fn proof_for(size: &str) -> Result<RegisteredSealProof> {
+    Ok(sector::registered_proof(sector::parse_sector_size(size)?)?)
+}

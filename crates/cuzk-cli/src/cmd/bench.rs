@@ -1,0 +1,488 @@
+//! `cuzk bench …`: the benchmark subcommands' flags and what each prints. The measuring
+//! itself lives in [`crate::bench`]; this module turns flags into a run and its figures into
+//! lines and an exit code (1 when compared results differ). It must not know how the
+//! figures are measured.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use cuzk_core::mem::StageTracer;
+
+use crate::args::{make_backend, on_off, proof_for, BackendArg, OnOff, SectorArgs, WitnessArg};
+use crate::bench::partition::PartitionBench;
+use crate::context::{kinds, rayon_threads};
+use crate::input::{load_input, write_json};
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// Old path (full synthesis) vs new path (witness + PCE mat-vec) over the same circuits,
+    /// every vector compared bit for bit; exits non-zero on any mismatch.
+    Pce(PceArgs),
+    /// One partition's witness computed natively and with the circuit's own gadgets (one piece
+    /// per challenge, in parallel, as the new path does), every value compared, both timed in
+    /// wall and core seconds. Needs no PCE or parameters: it runs on a synthetic 32 GiB C1
+    /// (`gen-c1 --synthetic`) on any machine with ~10 GiB free. Exits 1 on any difference.
+    WitnessModes(WitnessModesArgs),
+    /// Where the gadget witness spends its time (the circuit's own gadgets, as `--witness
+    /// gadgets` computes it): one partition's witness timed plainly, then
+    /// again with every namespace timed (self and inclusive seconds, allocations, constraints
+    /// per namespace path, numbers collapsed so repeated gadgets add up). The profiled witness
+    /// is checked equal to the plain one.
+    Witness(WitnessProfileArgs),
+    /// End to end, old path (bellperson) then new path (witness + PCE + cuzk prover) over the
+    /// same C1 with the same loaded parameters; both proofs verified; times per stage and the
+    /// ratio. Writes JSON with --json.
+    Prove(ProveArgs),
+    /// One partition at full size on one backend, under random parameters of the circuit's
+    /// exact layout (or a .params file): witness, CPU mat-vec, the backend's mat-vec checked
+    /// value for value, then REPS proofs with a, b, c from the host and REPS with the backend
+    /// evaluating the matrices itself (on a GPU only the witness is uploaded), all with one
+    /// (r, s) and required to be the same bytes. Made for 32 GiB partitions (synthetic C1s):
+    /// `--write-params` leaves the SRS on disk for cuzk-supraseal. Proofs under random
+    /// parameters never verify; exits 1 when any two results differ.
+    Partition(PartitionArgs),
+    /// The 0/1 split (sum of the bases with scalar 1 + a general MSM over the rest) against the
+    /// plain MSM, on the aux scalars of the C1's first partition (L, A, B in G1 and G2); each
+    /// pair of results compared. Writes JSON with --json.
+    MsmSplit(MsmSplitArgs),
+    /// The pipeline engine over N copies of a C1 with J syntheses in flight: the seeds' memory
+    /// table, the memory-model and leak checks (non-zero exit on failure), throughput,
+    /// prover busy fraction, per-stage times; --compare-old runs the old path first.
+    PcePipeline(crate::bench::pipeline::PipelineArgs),
+    /// The daemon load test: N concurrent jobs over loopback gRPC (every other one submitted
+    /// twice with the same request id) against the same N through the engine in process; all
+    /// must complete and verify, none lost or duplicated, the byte budget held. Exit 1 if not.
+    Daemon(crate::bench::daemon::DaemonBenchArgs),
+    /// MSM (G1, and G2 at a quarter of the size) and NTT times of a backend from 2^MIN-LOG to
+    /// 2^MAX-LOG points, on synthetic inputs.
+    Backend(BackendArgs),
+    /// Parameter generation: cuzk's generator against bellperson's (what filecoin-proofs runs),
+    /// same circuit, same machine, one run. Writes JSON with --json.
+    Params(ParamsArgs),
+}
+
+pub fn run(b: BenchCmd) -> Result<ExitCode> {
+    match b {
+        BenchCmd::Pce(a) => pce(a),
+        BenchCmd::WitnessModes(a) => witness_modes(a),
+        BenchCmd::Witness(a) => witness(a),
+        BenchCmd::Partition(a) => partition(a),
+        BenchCmd::Prove(a) => prove(a),
+        BenchCmd::PcePipeline(a) => crate::bench::pipeline::run(a),
+        BenchCmd::Daemon(a) => crate::bench::daemon::run(a),
+        BenchCmd::Backend(a) => backend(a),
+        BenchCmd::MsmSplit(a) => msm_split(a),
+        BenchCmd::Params(a) => params(a),
+    }
+}
+
+#[derive(Args)]
+pub struct PceArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    /// Circuits to synthesise (cycling through the C1's partitions; 0 = one per partition).
+    #[arg(long, default_value_t = 0)]
+    circuits: usize,
+    /// Hold both paths' results and count mismatches per vector (peak RSS then covers both).
+    #[arg(long)]
+    compare_old: bool,
+    /// How the new path computes witnesses: `native` (SHA-256 on machine words, the
+    /// default) or `gadgets` (the circuit's own gadgets through a witness-only CS).
+    #[arg(long, value_enum, default_value_t = WitnessArg::Native)]
+    witness: WitnessArg,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn pce(a: PceArgs) -> Result<ExitCode> {
+    let PceArgs { c1, circuits, compare_old, witness, sector, json } = a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    let tracer = StageTracer::new();
+    let r = crate::bench::pce::run(&c1, &id, circuits, compare_old, witness.mode(), &tracer)?;
+    print!("{}", tracer.render());
+    println!(
+        "{} circuits of {} constraints on {} threads{}",
+        r.circuits,
+        r.constraints,
+        r.threads,
+        if compare_old {
+            " (--compare-old: both paths' results held at once)"
+        } else {
+            " (old results dropped before the new path; compared by digest)"
+        }
+    );
+    println!("  old path (full synthesis)     {:>8.3} s", r.old_seconds);
+    println!(
+        "  new path (witness + mat-vec)  {:>8.3} s  = witness {:.3} s + mat-vec {:.3} s",
+        r.new_seconds, r.witness_seconds, r.matvec_seconds
+    );
+    println!("  speedup                       {:>8.2}x  (witness: {})", r.speedup, r.witness_mode);
+    println!(
+        "  core-seconds: old {:.3}, new {:.3} (witness {:.3} + mat-vec {:.3}) -> {:.2}x",
+        r.old_cpu_seconds,
+        r.witness_cpu_seconds + r.matvec_cpu_seconds,
+        r.witness_cpu_seconds,
+        r.matvec_cpu_seconds,
+        r.cpu_speedup
+    );
+    let m = r.mismatches;
+    println!("  mismatches: a {} b {} c {} input {} aux {} density {}", m.a, m.b, m.c, m.input, m.aux, m.density);
+    if let Some(path) = json {
+        write_json(&path, &r)?;
+    }
+    if m.total() != 0 {
+        eprintln!("error: the new path differs from the old path");
+        return Ok(ExitCode::from(1));
+    }
+    println!("bit-for-bit: EQUAL");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct WitnessModesArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    /// The partition to compare.
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn witness_modes(a: WitnessModesArgs) -> Result<ExitCode> {
+    let WitnessModesArgs { c1, partition, sector, json } = a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    if c1.synthetic {
+        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
+    }
+    let r = cuzk_filecoin::porep::pce::compare_modes(&c1, &id, partition)?;
+    println!(
+        "partition {} of {:?}: {} challenge pieces, {} inputs + {} aux (common part once per piece), {} threads",
+        r.partition, c1.registered_proof, r.pieces, r.inputs, r.aux, r.threads
+    );
+    println!("  gadgets  {:>8.3} s wall  {:>9.3} core-s", r.gadget_seconds, r.gadget_cpu_seconds);
+    println!("  native   {:>8.3} s wall  {:>9.3} core-s", r.native_seconds, r.native_cpu_seconds);
+    println!(
+        "  native is {:.2}x faster in wall time, {:.2}x in core-seconds; {:.3} vs {:.3} core-ns per aux value",
+        r.gadget_seconds / r.native_seconds,
+        r.gadget_cpu_seconds / r.native_cpu_seconds,
+        r.gadget_cpu_seconds * 1e9 / r.aux.max(1) as f64,
+        r.native_cpu_seconds * 1e9 / r.aux.max(1) as f64
+    );
+    println!("  differing: {} pieces, {} values", r.differing_pieces, r.differing_values);
+    if let Some(path) = json {
+        write_json(&path, &r)?;
+    }
+    if r.differing_pieces > 0 {
+        println!("native and gadget witnesses: DIFFERENT");
+        return Ok(ExitCode::from(1));
+    }
+    println!("native and gadget witnesses: EQUAL");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct WitnessProfileArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    /// Namespace levels kept apart (deeper ones are counted in their ancestor).
+    #[arg(long, default_value_t = 4)]
+    depth: usize,
+    /// Rows printed (largest inclusive time first).
+    #[arg(long, default_value_t = 30)]
+    top: usize,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn witness(a: WitnessProfileArgs) -> Result<ExitCode> {
+    let WitnessProfileArgs { c1, depth, top, sector, json } = a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    let (pce, _) = kinds().porep.shared_pce(c1.registered_proof)?;
+    let (plain, profiled, rows) = cuzk_filecoin::porep::pce::profile_witness(&c1, &id, &pce, depth)?;
+    let per = plain * 1e6 / pce.num_constraints.max(1) as f64;
+    println!(
+        "witness of one partition: {plain:.3} s plain ({per:.3} us/constraint, {} constraints), {profiled:.3} s profiled",
+        pce.num_constraints
+    );
+    println!("{:>8} {:>6} {:>8} {:>11} {:>11}  namespace", "incl s", "incl %", "self s", "allocs", "constraints");
+    let total = rows.first().map(|r| r.seconds).unwrap_or(0.0).max(1e-12);
+    for r in rows.iter().take(top) {
+        println!(
+            "{:>8.3} {:>5.1}% {:>8.3} {:>11} {:>11}  {}{}",
+            r.seconds,
+            100.0 * r.seconds / total,
+            r.self_seconds,
+            r.allocs,
+            r.constraints,
+            "  ".repeat(r.depth.saturating_sub(1)),
+            r.path
+        );
+    }
+    if let Some(path) = json {
+        let doc = serde_json::json!({ "plain_seconds": plain, "profiled_seconds": profiled, "constraints": pce.num_constraints, "us_per_constraint": per, "rows": rows });
+        write_json(&path, &doc)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct PartitionArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+    /// Proofs per mat-vec place (the first of each is cold: uploads).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Mat-vec places to measure, in order: host (the CPU kernel, a, b, c uploaded) and/or
+    /// device (the backend's own mat-vec).
+    #[arg(long, value_delimiter = ',', default_value = "host,device")]
+    matvec: Vec<cuzk_pce::prove::MatVecPlace>,
+    /// H-step schedules to measure, in order: on (mat-vec, quotient and H MSM on their own
+    /// thread beside the other four MSMs, whose host work then hides behind the device's
+    /// H MSM) and/or off (the H step first). Default: the backend's own choice (on for
+    /// cuda, off for cpu).
+    #[arg(long, value_delimiter = ',')]
+    overlap: Vec<OnOff>,
+    /// Seed of the random parameters.
+    #[arg(long, default_value_t = 1)]
+    srs_seed: u64,
+    /// Load these parameters instead of generating random ones.
+    #[arg(long)]
+    params: Option<PathBuf>,
+    /// Write the parameters (and a .vk beside them) here, atomically; an existing
+    /// directory gets them under the official file names (usable as
+    /// FIL_PROOFS_PARAMETER_CACHE by later runs).
+    #[arg(long)]
+    write_params: Option<PathBuf>,
+    /// Seed of the (r, s) every proof uses.
+    #[arg(long, default_value_t = 7)]
+    rs_seed: u64,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn partition(a: PartitionArgs) -> Result<ExitCode> {
+    let PartitionArgs { c1, sector, backend, partition, reps, matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, json } =
+        a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    if c1.synthetic {
+        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
+    }
+    let backend = make_backend(backend)?;
+    let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
+    let o =
+        crate::bench::partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
+    let r = crate::bench::partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
+    print_partition(&r);
+    if let Some(path) = json {
+        write_json(&path, &r)?;
+    }
+    if !(r.proofs_equal && r.backend_matvec_equal) {
+        eprintln!("error: results differ between paths");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_partition(r: &PartitionBench) {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    println!(
+        "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
+        r.partition, r.c1, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
+    );
+    println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
+    println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
+    println!("  CPU mat-vec    {:>8.3} s  ({:.1} core-s)", r.cpu_matvec_seconds, r.cpu_matvec_cpu_seconds);
+    println!(
+        "  parameters     {:>8.3} s  ({}; {:.2} GiB as a file; RSS after {:.1} GiB)",
+        r.srs_seconds,
+        r.srs_source,
+        gib(r.srs_file_bytes as u64),
+        gib(r.rss_after_srs_bytes)
+    );
+    if let Some(w) = r.params_write_seconds {
+        println!("  params written {w:>8.3} s");
+    }
+    println!("  backend mat-vec {:>7.3} s, equal to the CPU's: {}", r.backend_matvec_seconds, r.backend_matvec_equal);
+    for run in &r.runs {
+        let t = &run.timings;
+        println!(
+            "  prove (mat-vec {:?}, overlap {}) rep {}: {:>7.3} s; mat-vec {:.3} quotient {:.3} msm h {:.3} | l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}{}",
+            run.matvec, on_off(run.overlap), run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
+            t.msm_l.as_secs_f64(), t.msm_a.as_secs_f64(), t.msm_b_g1.as_secs_f64(), t.msm_b_g2.as_secs_f64(),
+            if run.overlap { " (after | beside the H step, waits included)" } else { "" }
+        );
+    }
+    for m in &r.medians {
+        println!(
+            "  warm median, mat-vec {:?}, overlap {}: {}",
+            m.matvec,
+            on_off(m.overlap),
+            m.seconds.map_or("-".into(), |v| format!("{v:.3} s"))
+        );
+    }
+    let show = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3} s"));
+    println!(
+        "  warm medians (overlap {}): a, b, c from the host {}; mat-vec on the backend {}",
+        on_off(r.median_overlap),
+        show(r.median_host_matvec_seconds),
+        show(r.median_backend_matvec_seconds)
+    );
+    println!("  peak RSS {:.1} GiB; all proofs equal: {}", gib(r.peak_rss_bytes), r.proofs_equal);
+}
+
+#[derive(Args)]
+pub struct ProveArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Run only the new path.
+    #[arg(long)]
+    skip_old: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn prove(a: ProveArgs) -> Result<ExitCode> {
+    let ProveArgs { c1, sector, backend, skip_old, json } = a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    let tracer = StageTracer::new();
+    let t = std::time::Instant::now();
+    let params = kinds().porep.shared_params(c1.registered_proof, &tracer)?;
+    let load_s = t.elapsed().as_secs_f64();
+    let backend = make_backend(backend)?;
+    let r = crate::bench::prove::run_prove(backend, &params, load_s, &c1, &id, skip_old, &tracer)?;
+    print!("{}", tracer.render());
+    println!(
+        "{} partition(s) of {} constraints, {} threads, backend {}; parameters loaded once ({:.2} s), PCE loaded once ({:.2} s), both excluded from the ratio",
+        r.partitions, r.constraints, r.threads, r.backend, r.params_load_s, r.pce_load_s
+    );
+    if let Some(o) = &r.old {
+        println!("  old path  prove {:>8.3} s  verify {:.3} s   (bellperson synthesis + prover)", o.prove_s, o.verify_s);
+    }
+    let n = &r.new;
+    println!("  new path  prove {:>8.3} s  verify {:.3} s", n.prove_s, n.verify_s);
+    for st in &n.stages {
+        println!("    {:<18} {:>8.3} s", st.stage, st.total_s);
+    }
+    if let Some(x) = r.ratio {
+        println!("  ratio old/new (prove + verify): {x:.2}x");
+    }
+    println!("both proofs verified with verify_seal");
+    if let Some(path) = json {
+        write_json(&path, &r)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct BackendArgs {
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    #[arg(long, default_value_t = 16)]
+    min_log: u32,
+    #[arg(long, default_value_t = 20)]
+    max_log: u32,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn backend(a: BackendArgs) -> Result<ExitCode> {
+    let BackendArgs { backend, min_log, max_log, json } = a;
+    if min_log > max_log || max_log > 28 {
+        bail!("--min-log {min_log} --max-log {max_log}: need min ≤ max ≤ 28");
+    }
+    let backend = make_backend(backend)?;
+    let rows = cuzk_core::backend::scaling(backend.as_ref(), min_log, max_log)?;
+    println!("backend {} on {} threads", backend.name(), rayon_threads());
+    for r in &rows {
+        println!("  {:<14} 2^{:<3} {:>10.4} s", r.op, r.log_n, r.seconds);
+    }
+    if let Some(path) = json {
+        write_json(&path, &rows)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct MsmSplitArgs {
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn msm_split(a: MsmSplitArgs) -> Result<ExitCode> {
+    let MsmSplitArgs { c1, sector, backend, json } = a;
+    let (c1, id) = load_input(&c1, &sector)?;
+    let params = kinds().porep.shared_params(c1.registered_proof, &StageTracer::new())?;
+    let backend = make_backend(backend)?;
+    let rows = crate::bench::prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
+    println!(
+        "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
+        "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup"
+    );
+    for r in &rows {
+        println!(
+            "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9.3} {:>9.3} {:>7.2}x",
+            r.msm, r.scalars, r.zeros, r.ones, r.general, r.plain_s, r.split_s, r.speedup
+        );
+    }
+    println!("every split result equals its plain result ({} threads, backend {})", rayon_threads(), backend.name());
+    if let Some(path) = json {
+        write_json(&path, &rows)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct ParamsArgs {
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Skip bellperson's generator (it takes ~12 minutes for 2 KiB on 2 cores).
+    #[arg(long)]
+    skip_bellperson: bool,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn params(a: ParamsArgs) -> Result<ExitCode> {
+    let ParamsArgs { sector_size, skip_bellperson, json } = a;
+    let rp = proof_for(&sector_size)?;
+    let scratch = tempfile::tempdir().context("scratch directory")?;
+    let t = cuzk_filecoin::porep::test_params::time_generators(rp, !skip_bellperson, scratch.path())?;
+    println!("parameter generation for {:?} on {} threads (generate + write the .params file):", rp, t.threads);
+    println!("  cuzk        {:>8.1} s  ({} bytes)", t.cuzk_seconds, t.cuzk_file_bytes);
+    if let (Some(s), Some(bytes)) = (t.bellperson_seconds, t.bellperson_file_bytes) {
+        println!("  bellperson  {:>8.1} s  ({} bytes)", s, bytes);
+        println!("  speedup     {:>8.2}x", s / t.cuzk_seconds);
+        if t.same_layout != Some(true) {
+            bail!("the two generators produced different section sizes");
+        }
+    }
+    if let Some(path) = json {
+        write_json(&path, &t)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
