@@ -406,7 +406,7 @@ impl Jobs {
                 Err(e) => {
                     let mut t = lock(&self.s.table);
                     t.in_flight -= 1;
-                    finish(&mut t, &job_id, State::Failed, Err(e.to_string()), self.s.retain);
+                    finish(&mut t, &job_id, State::Failed, Err(e.chain()), self.s.retain);
                     self.s.wake.notify_all();
                 }
             }
@@ -438,7 +438,7 @@ impl Jobs {
         }
         let (state, result) = match out.result {
             Ok(p) => (State::Completed, Ok(p)),
-            Err(e) => (State::Failed, Err(e.to_string())),
+            Err(e) => (State::Failed, Err(e.chain())),
         };
         finish(&mut t, job_id, state, result, self.s.retain);
         drop(t);

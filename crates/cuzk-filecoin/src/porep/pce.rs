@@ -55,7 +55,7 @@ fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof) -> R
 }
 
 /// How the new path computes a partition's witness: `Native` (default) walks the circuit's
-/// allocation sequence with SHA-256 on machine words ([`cuzk_witness::porep`]); `Gadgets`
+/// allocation sequence with SHA-256 on machine words ([`super::witness`]); `Gadgets`
 /// runs the circuit's own gadgets through a [`WitnessCs`]. Both give the same witness (tested);
 /// the second is selected by configuration (`--witness gadgets`, `CUZK_WITNESS=gadgets`), for
 /// comparison.
