@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check, run on the GPU machine from the folder `cargo xtask gpu-pack` made
-# (the cuzk binary built with CUDA, the SupraSeal harness, the bundled 2 KiB fixture, this
-# script):
+# (the cuzk binary built with CUDA and with fault injection, which the faults step needs: a
+# plain release build refuses CUZK_INJECT_FAULT; the SupraSeal harness; the bundled 2 KiB
+# fixture; this script):
 #   bash gpu-check.sh OUTDIR
 # It makes the 2 KiB test parameters and the PCE cache there (no network needed), then runs
 # the steps named in STEPS (default: all of them), writing logs and JSON into OUTDIR:

@@ -102,8 +102,10 @@ fn build_cuda_bin(root: &Path, package: &str, feature: &str, bin: &str) -> Resul
     Ok(dir.join(bin))
 }
 
+/// The GPU machine's `cuzk`: the CUDA backend, and fault injection for gpu-check.sh's drill
+/// (a build without it refuses `CUZK_INJECT_FAULT`).
 fn build_cuda(root: &Path) -> Result<PathBuf> {
-    build_cuda_bin(root, "cuzk-cli", "cuda", "cuzk")
+    build_cuda_bin(root, "cuzk-cli", "cuzk-cli/cuda,cuzk-cli/fault-injection", "cuzk")
 }
 
 fn build_supraseal(root: &Path) -> Result<PathBuf> {

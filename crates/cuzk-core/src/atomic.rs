@@ -4,9 +4,10 @@
 //! either the old file or the complete new one and never a partial file under the real name.
 //! A writer killed mid-write leaves its temporary file behind; the next write of the same
 //! target removes every such file whose lock is free (its writer is dead — a live writer
-//! still holds its lock). For the kill tests, `CUZK_TEST_STALL_WRITE=NAME:BYTES:MARKER` makes
-//! a write of a file whose name contains NAME stop after BYTES bytes are on disk, create
-//! MARKER and sleep until the process is killed.
+//! still holds its lock). It knows files and locks, not what the bytes mean, and reads no
+//! environment: the kill tests' stall hook (`set_stall_hook`, which makes a write stop
+//! mid-file and wait to be killed) exists only with the `test-hooks` feature, which only
+//! test builds turn on.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -14,9 +15,6 @@ use std::path::{Path, PathBuf};
 use fs2::FileExt;
 
 use crate::{Error, Result};
-
-/// The test hook's environment variable (see the module text).
-pub const STALL_ENV: &str = "CUZK_TEST_STALL_WRITE";
 
 /// The name prefix of `target`'s temporary files.
 fn temp_prefix(target: &Path) -> String {
@@ -48,38 +46,69 @@ pub fn sweep_dead_temps(target: &Path) -> usize {
     removed
 }
 
-/// The stall hook's setting for `target`, if any: (bytes, marker).
-fn stall_for(target: &Path) -> Option<(u64, PathBuf)> {
-    let v = std::env::var(STALL_ENV).ok()?;
-    let mut it = v.splitn(3, ':');
-    let (name, bytes, marker) = (it.next()?, it.next()?.parse().ok()?, it.next()?);
-    target.file_name()?.to_string_lossy().contains(name).then(|| (bytes, PathBuf::from(marker)))
-}
+#[cfg(feature = "test-hooks")]
+pub use stall::{clear_stall_hook, set_stall_hook, StallHook};
 
-/// A writer that, once `after` bytes have passed, flushes them to disk, creates the marker and
-/// sleeps forever: a process stopped mid-write, for the kill tests.
-struct Stall<W: Write> {
-    inner: W,
-    left: u64,
-    marker: PathBuf,
-}
+/// The kill tests' stall hook (feature `test-hooks`; see the module text).
+#[cfg(feature = "test-hooks")]
+mod stall {
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
 
-impl<W: Write> Write for Stall<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if (buf.len() as u64) < self.left {
-            self.left -= buf.len() as u64;
-            return self.inner.write(buf);
-        }
-        self.inner.write_all(&buf[..self.left as usize])?;
-        self.inner.flush()?;
-        std::fs::write(&self.marker, b"stalled mid-write\n")?;
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
-        }
+    /// Makes a write of a file whose name contains `name_contains` stop once `bytes` bytes are
+    /// on disk, create `marker` and sleep until the process is killed.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StallHook {
+        pub name_contains: String,
+        pub bytes: u64,
+        pub marker: PathBuf,
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+    static HOOK: Mutex<Option<StallHook>> = Mutex::new(None);
+
+    /// Installs `hook` for every later write of this process (replacing any earlier one).
+    pub fn set_stall_hook(hook: StallHook) {
+        *HOOK.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// Removes the hook: later writes run to the end.
+    pub fn clear_stall_hook() {
+        *HOOK.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The hook's (bytes, marker) for `target`, if it applies.
+    pub(super) fn stall_for(target: &Path) -> Option<(u64, PathBuf)> {
+        let guard = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+        let h = guard.as_ref()?;
+        target.file_name()?.to_string_lossy().contains(&h.name_contains).then(|| (h.bytes, h.marker.clone()))
+    }
+
+    /// A writer that, once `left` bytes have passed, flushes them to disk, creates the marker
+    /// and sleeps forever: a process stopped mid-write, for the kill tests.
+    pub(super) struct Stall<W: Write> {
+        pub inner: W,
+        pub left: u64,
+        pub marker: PathBuf,
+    }
+
+    impl<W: Write> Write for Stall<W> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if (buf.len() as u64) < self.left {
+                self.left -= buf.len() as u64;
+                return self.inner.write(buf);
+            }
+            self.inner.write_all(&buf[..self.left as usize])?;
+            self.inner.flush()?;
+            std::fs::write(&self.marker, b"stalled mid-write\n")?;
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.inner.flush()
+        }
     }
 }
 
@@ -92,11 +121,14 @@ pub fn write_atomically(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::
     tmp.as_file().lock_exclusive().map_err(|e| Error::io(tmp.path(), e))?;
     {
         let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
-        match stall_for(path) {
-            Some((left, marker)) => f(&mut Stall { inner: &mut w, left, marker }),
+        #[cfg(feature = "test-hooks")]
+        let written = match stall::stall_for(path) {
+            Some((left, marker)) => f(&mut stall::Stall { inner: &mut w, left, marker }),
             None => f(&mut w),
-        }
-        .map_err(|e| Error::io(path, e))?;
+        };
+        #[cfg(not(feature = "test-hooks"))]
+        let written = f(&mut w);
+        written.map_err(|e| Error::io(path, e))?;
         w.flush().map_err(|e| Error::io(path, e))?;
     }
     #[cfg(unix)]

@@ -4,7 +4,9 @@
 //! a over every input and the A-dense aux; b_g1 and b_g2 over the B-dense inputs and aux),
 //! and the randomised proof with r and s. Equal r and s give the proof bellperson's
 //! `create_proof` gives, byte for byte. Most witness scalars are 0 or 1, so the aux MSMs go
-//! through [`Msm::msm_split`] unless told not to.
+//! through [`Msm::msm_split`] unless told not to. It knows Groth16 over any [`Backend`], not
+//! which circuit or proof kind it proves, where the parameters came from, or any device; the
+//! bitmap helper [`popcount`] is [`crate::bits`]'s, re-exported for this module's callers.
 
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::backend::{Backend, Evaluations, Matrices, Msm, MsmPoint};
+pub use crate::bits::popcount;
 use crate::params::ParamsLayout;
 use crate::{Error, Result};
 
@@ -121,18 +124,13 @@ impl ProveTimings {
     }
 }
 
-/// Set bits in a bitmap.
-pub fn popcount(bits: &[u64]) -> usize {
-    bits.iter().map(|w| w.count_ones() as usize).sum()
-}
-
 /// The values at the set bits of `bits` (bit i selects `values[i]`). Counted per block first,
 /// then every block writes its share straight into one output allocation, in parallel (a
 /// gather into per-block vectors and a single-threaded concatenation cost more than the
 /// MSMs they feed on a GPU).
 pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     const B: usize = 1 << 14; // a multiple of 64
-    let picked = |base: usize, j: usize| bits.get((base + j) / 64).is_some_and(|w| w >> ((base + j) % 64) & 1 == 1);
+    let picked = |base: usize, j: usize| crate::bits::bit(bits, base + j);
     let counts: Vec<usize> =
         values.par_chunks(B).enumerate().map(|(k, chunk)| (0..chunk.len()).filter(|&j| picked(k * B, j)).count()).collect();
     let total: usize = counts.iter().sum();

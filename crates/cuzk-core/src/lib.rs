@@ -8,6 +8,7 @@
 
 pub mod atomic;
 pub mod backend;
+pub mod bits;
 pub mod error;
 pub mod fixed_base;
 pub mod groth16;

@@ -1,6 +1,9 @@
 //! The daemon's settings: defaults, then a TOML file, then `CUZK_*` environment variables
 //! (then the command line, applied by the caller). [`DaemonConfig::render`] prints the
-//! effective result as TOML, which is also a valid config file.
+//! effective result as TOML, which is also a valid config file. It owns parsing and checking
+//! the values (a fault plan is refused here when the build has no fault injection), and reads
+//! the environment only through the look-up function its caller passes; it knows nothing of
+//! the server, the service or the engine that consume the settings.
 
 use std::path::{Path, PathBuf};
 
@@ -212,8 +215,7 @@ impl DaemonConfig {
         if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
         }
-        cuzk_core::backend::fault::parse_plans(&self.engine.inject_fault)
-            .map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
+        self.fault_plans()?;
         self.witness_mode()?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
@@ -223,6 +225,12 @@ impl DaemonConfig {
             cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
         }
         Ok(())
+    }
+
+    /// The fault plans `engine.inject_fault` names; refused when there are any and this build
+    /// has no fault injection (cuzk-core's feature `fault-injection`).
+    pub fn fault_plans(&self) -> Result<Vec<cuzk_core::backend::fault::FaultPlan>, DaemonError> {
+        cuzk_core::backend::fault::plans(&self.engine.inject_fault).map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))
     }
 
     /// The PoRep witness mode `engine.witness` names.
@@ -310,6 +318,20 @@ mod tests {
         assert!(e.contains("CUZK_INJECT_FAULT") && e.contains("melt"), "{e}");
         let ok = DaemonConfig::load(None, |k| (k == "CUZK_ON_DEVICE_ERROR").then(|| "retry-cpu".into())).unwrap();
         assert_eq!(ok.engine.on_device_error, "retry-cpu");
+    }
+
+    #[test]
+    fn fault_injection_is_refused_unless_this_build_has_it() {
+        let set = |v: &'static str| move |k: &str| (k == "CUZK_INJECT_FAULT").then(|| v.to_string());
+        assert!(DaemonConfig::load(None, set("")).unwrap().fault_plans().unwrap().is_empty());
+        let r = DaemonConfig::load(None, set("device-error;corrupt-msm,skip=1"));
+        if cuzk_core::backend::fault::AVAILABLE {
+            assert_eq!(r.unwrap().fault_plans().unwrap().len(), 2);
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("CUZK_INJECT_FAULT") && e.contains("this build has no fault injection"), "{e}");
+            assert!(e.contains("--features fault-injection"), "{e}");
+        }
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! `cuzk-daemon` owns the proving service: a tonic gRPC server speaking Curio's
 //! `cuzk.v1.ProvingEngine` wire format ([`proto`], from `proto/cuzk.proto`), priority queues and
 //! idempotent job bookkeeping in front of the pipeline engine ([`jobs`]), the RPC handlers
-//! with status, metrics, preload and evict over the process-wide parameter and PCE registries
-//! ([`service`], [`metrics`]), the config file with env overrides ([`config`]), start/stop with a draining shutdown ([`server`]) and a client ([`client`]).
+//! with status, preload and evict over the process-wide parameter and PCE registries
+//! ([`service`]), the metrics text rendered from a snapshot the service takes ([`metrics`]),
+//! the config file with env overrides ([`config`]), start/stop with a draining shutdown
+//! ([`server`]) and a client ([`client`]). It reaches proofs only through cuzk-filecoin's
+//! kinds and the engine, and knows nothing of CUDA or the command line; fault injection is
+//! cuzk-core's and exists only with the feature `fault-injection` (off by default).
 
 pub mod client;
 pub mod config;

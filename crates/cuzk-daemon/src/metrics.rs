@@ -1,12 +1,58 @@
-//! Prometheus text exposition of the daemon: proofs by outcome, per-stage durations (from the
-//! engine's trace), queue wait, queue depths, memory (RSS, byte budget) and GPU busy.
+//! Prometheus text exposition of the daemon: proofs by outcome, per-stage durations, queue
+//! wait, queue depths, memory (RSS, byte budget), GPU busy and resident parameters, rendered
+//! from a plain [`Snapshot`] of numbers and names that the service fills in (its `metrics`
+//! method). This module knows the exposition format and the metric names only, not the
+//! service, the job table, the engine or its trace.
 
 use std::fmt::Write as _;
 
-use crate::service::Service;
+/// Seconds and runs of one pipeline stage.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageTime {
+    pub stage: String,
+    pub total_s: f64,
+    pub count: u64,
+}
 
-pub fn render(svc: &Service) -> String {
-    let c = svc.jobs().counts();
+/// Jobs of one proof kind waiting in the queues and inside the engine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueDepth {
+    pub kind: String,
+    pub pending: u32,
+    pub in_progress: u32,
+}
+
+/// Host bytes resident for one circuit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resident {
+    pub circuit: String,
+    pub params_bytes: u64,
+    pub pce_bytes: u64,
+}
+
+/// Everything the metrics text shows, taken at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub retried_on_cpu: u64,
+    pub stages: Vec<StageTime>,
+    pub queue_wait_s_sum: f64,
+    pub queue_wait_count: u64,
+    pub queues: Vec<QueueDepth>,
+    pub rss_bytes: u64,
+    pub budget_bytes: u64,
+    pub budget_in_use_bytes: u64,
+    pub budget_high_water_bytes: u64,
+    /// (device, fraction of the retained window its provers were busy)
+    pub device_busy: Vec<(String, f64)>,
+    pub resident: Vec<Resident>,
+    pub uptime_s: f64,
+}
+
+/// The Prometheus text of `m`.
+pub fn render(m: &Snapshot) -> String {
     let mut s = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
         let _ = writeln!(s, "# HELP {name} {help}");
@@ -15,89 +61,113 @@ pub fn render(svc: &Service) -> String {
             let _ = writeln!(s, "{name}{labels} {v}");
         }
     };
+    let one = |v: f64| vec![(String::new(), v)];
     metric(
         "cuzk_proofs_total",
         "counter",
         "Finished proof jobs by outcome.",
         vec![
-            ("{outcome=\"completed\"}".into(), c.completed as f64),
-            ("{outcome=\"failed\"}".into(), c.failed as f64),
-            ("{outcome=\"cancelled\"}".into(), c.cancelled as f64),
+            ("{outcome=\"completed\"}".into(), m.completed as f64),
+            ("{outcome=\"failed\"}".into(), m.failed as f64),
+            ("{outcome=\"cancelled\"}".into(), m.cancelled as f64),
         ],
     );
     metric(
         "cuzk_partitions_retried_on_cpu_total",
         "counter",
         "Partitions whose device failed and that were proved again on the CPU.",
-        vec![(String::new(), svc.jobs().engine_stats().retried_on_cpu.load(std::sync::atomic::Ordering::Relaxed) as f64)],
+        one(m.retried_on_cpu as f64),
     );
-    let trace = svc.jobs().trace();
-    let stages = trace.stage_summaries(|_| true);
     metric(
         "cuzk_stage_seconds_sum",
         "counter",
         "Seconds spent per pipeline stage (partitions of retained trace events).",
-        stages.iter().map(|st| (format!("{{stage=\"{}\"}}", st.stage), st.total_s)).collect(),
+        m.stages.iter().map(|st| (format!("{{stage=\"{}\"}}", st.stage), st.total_s)).collect(),
     );
     metric(
         "cuzk_stage_seconds_count",
         "counter",
         "Stage runs per pipeline stage.",
-        stages.iter().map(|st| (format!("{{stage=\"{}\"}}", st.stage), st.count as f64)).collect(),
+        m.stages.iter().map(|st| (format!("{{stage=\"{}\"}}", st.stage), st.count as f64)).collect(),
     );
-    metric(
-        "cuzk_queue_wait_seconds_sum",
-        "counter",
-        "Seconds jobs waited in the priority queues.",
-        vec![(String::new(), c.queue_wait_ms_sum as f64 / 1000.0)],
-    );
-    metric(
-        "cuzk_queue_wait_seconds_count",
-        "counter",
-        "Jobs that left the queues for the engine.",
-        vec![(String::new(), c.queue_wait_count as f64)],
-    );
+    metric("cuzk_queue_wait_seconds_sum", "counter", "Seconds jobs waited in the priority queues.", one(m.queue_wait_s_sum));
+    metric("cuzk_queue_wait_seconds_count", "counter", "Jobs that left the queues for the engine.", one(m.queue_wait_count as f64));
     metric(
         "cuzk_queue_pending",
         "gauge",
         "Queued jobs per proof kind.",
-        c.queues.iter().map(|(k, q, _)| (format!("{{kind=\"{k}\"}}"), *q as f64)).collect(),
+        m.queues.iter().map(|q| (format!("{{kind=\"{}\"}}", q.kind), q.pending as f64)).collect(),
     );
     metric(
         "cuzk_queue_in_progress",
         "gauge",
         "Jobs in the engine per proof kind.",
-        c.queues.iter().map(|(k, _, r)| (format!("{{kind=\"{k}\"}}"), *r as f64)).collect(),
+        m.queues.iter().map(|q| (format!("{{kind=\"{}\"}}", q.kind), q.in_progress as f64)).collect(),
     );
-    metric(
-        "cuzk_rss_bytes",
-        "gauge",
-        "Resident set size of the daemon.",
-        vec![(String::new(), cuzk_core::mem::snapshot().rss_bytes as f64)],
-    );
-    let b = svc.jobs().budget();
-    metric("cuzk_budget_bytes", "gauge", "The byte budget for in-flight partitions.", vec![(String::new(), b.total() as f64)]);
-    metric("cuzk_budget_in_use_bytes", "gauge", "Bytes leased by in-flight partitions now.", vec![(String::new(), b.in_use() as f64)]);
-    metric("cuzk_budget_high_water_bytes", "gauge", "Most bytes ever leased at once.", vec![(String::new(), b.high_water() as f64)]);
+    metric("cuzk_rss_bytes", "gauge", "Resident set size of the daemon.", one(m.rss_bytes as f64));
+    metric("cuzk_budget_bytes", "gauge", "The byte budget for in-flight partitions.", one(m.budget_bytes as f64));
+    metric("cuzk_budget_in_use_bytes", "gauge", "Bytes leased by in-flight partitions now.", one(m.budget_in_use_bytes as f64));
+    metric("cuzk_budget_high_water_bytes", "gauge", "Most bytes ever leased at once.", one(m.budget_high_water_bytes as f64));
     metric(
         "cuzk_gpu_busy_ratio",
         "gauge",
         "Fraction of the retained window during which a device's provers were busy.",
-        trace.device_busy(|_| true).into_iter().map(|(d, f)| (format!("{{device=\"{d}\"}}"), f)).collect(),
+        m.device_busy.iter().map(|(d, f)| (format!("{{device=\"{d}\"}}"), *f)).collect(),
     );
-    let srs = svc.status().loaded_srs;
     metric(
         "cuzk_srs_resident_bytes",
         "gauge",
         "Host bytes of resident parameters per circuit.",
-        srs.iter().map(|x| (format!("{{circuit=\"{}\"}}", x.circuit_id), x.size_bytes as f64)).collect(),
+        m.resident.iter().map(|x| (format!("{{circuit=\"{}\"}}", x.circuit), x.params_bytes as f64)).collect(),
     );
     metric(
         "cuzk_pce_resident_bytes",
         "gauge",
         "Host bytes of resident pre-compiled constraint evaluators per circuit.",
-        srs.iter().map(|x| (format!("{{circuit=\"{}\"}}", x.circuit_id), x.pce_bytes as f64)).collect(),
+        m.resident.iter().map(|x| (format!("{{circuit=\"{}\"}}", x.circuit), x.pce_bytes as f64)).collect(),
     );
-    metric("cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.", vec![(String::new(), svc.started.elapsed().as_secs_f64())]);
+    metric("cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.", one(m.uptime_s));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_renders_every_metric_with_its_labels() {
+        let m = Snapshot {
+            completed: 2,
+            failed: 1,
+            retried_on_cpu: 1,
+            stages: vec![StageTime { stage: "prove".into(), total_s: 1.5, count: 3 }],
+            queue_wait_s_sum: 0.25,
+            queue_wait_count: 3,
+            queues: vec![QueueDepth { kind: "porep".into(), pending: 4, in_progress: 1 }],
+            budget_bytes: 1 << 30,
+            device_busy: vec![("gpu0".into(), 0.5)],
+            resident: vec![Resident { circuit: "porep-2k".into(), params_bytes: 10, pce_bytes: 20 }],
+            ..Default::default()
+        };
+        let t = render(&m);
+        for want in [
+            "# TYPE cuzk_proofs_total counter",
+            "cuzk_proofs_total{outcome=\"completed\"} 2",
+            "cuzk_proofs_total{outcome=\"failed\"} 1",
+            "cuzk_proofs_total{outcome=\"cancelled\"} 0",
+            "cuzk_partitions_retried_on_cpu_total 1",
+            "cuzk_stage_seconds_sum{stage=\"prove\"} 1.5",
+            "cuzk_stage_seconds_count{stage=\"prove\"} 3",
+            "cuzk_queue_wait_seconds_sum 0.25",
+            "cuzk_queue_pending{kind=\"porep\"} 4",
+            "cuzk_queue_in_progress{kind=\"porep\"} 1",
+            "cuzk_budget_bytes 1073741824",
+            "cuzk_gpu_busy_ratio{device=\"gpu0\"} 0.5",
+            "cuzk_srs_resident_bytes{circuit=\"porep-2k\"} 10",
+            "cuzk_pce_resident_bytes{circuit=\"porep-2k\"} 20",
+            "# TYPE cuzk_uptime_seconds gauge",
+        ] {
+            assert!(t.lines().any(|l| l == want), "missing {want:?} in\n{t}");
+        }
+    }
 }

@@ -2,12 +2,16 @@
 //! engine and the job service, preloads the configured circuits, and serves until told to
 //! stop. Stopping drains first — new submissions are refused, queued jobs fail with
 //! "shutting down", in-flight jobs finish and their waiting clients get the answers — then
-//! closes the listener, joins the engine and removes the socket file.
+//! closes the listener, joins the engine and removes the socket file. It wires the config,
+//! engine, job service and listener together; the RPC handlers ([`crate::service`]), the
+//! metrics text and fault injection itself (cuzk-core's `fault::wrap`, which refuses plans the
+//! build cannot run, so no cfg is needed here) are not its business.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cuzk_core::backend::fault;
 use cuzk_pipeline::{Config, Device, Engine, Trace};
 use tokio::sync::oneshot;
 use tokio_stream::Stream;
@@ -44,26 +48,31 @@ impl Handle {
 }
 
 /// The engine settings a daemon config asks for, over `devices` (each wrapped in the
-/// configured fault injection, if any).
+/// configured fault injection, if any). `cfg` must have passed [`DaemonConfig::validate`]; a
+/// config that [`try_engine_config`] refuses (a fault plan in a build without fault
+/// injection) panics here.
 pub fn engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Config {
+    try_engine_config(cfg, devices).unwrap_or_else(|e| panic!("engine_config needs a validated config: {e}"))
+}
+
+/// [`engine_config`], refusing a config whose fault plans this build cannot inject.
+pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Config, DaemonError> {
     let mut c = Config::cpu(cfg.engine.synthesis_workers, cfg.budget_bytes());
-    let plans = cuzk_core::backend::fault::parse_plans(&cfg.engine.inject_fault).unwrap_or_default();
-    c.devices = if plans.is_empty() {
-        devices
-    } else {
+    let plans = cfg.fault_plans()?;
+    if !plans.is_empty() {
         tracing::warn!(faults = %cfg.engine.inject_fault, "FAULT INJECTION is on: device calls will fail or be corrupted as configured");
-        let wrap = |d: Device| Device {
-            backend: std::sync::Arc::new(cuzk_core::backend::fault::FaultyBackend::new(d.backend, plans.clone())),
-            name: d.name,
-        };
-        devices.into_iter().map(wrap).collect()
-    };
+    }
+    c.devices = devices
+        .into_iter()
+        .map(|d| Ok(Device { backend: fault::wrap(d.backend, &plans)?, name: d.name }))
+        .collect::<Result<_, fault::FaultError>>()
+        .map_err(|e| DaemonError::Config(format!("engine.inject_fault: {e}")))?;
     if cfg.engine.on_device_error == "retry-cpu" {
         c.on_device_error = cuzk_pipeline::DeviceErrorPolicy::RetryOnCpu;
     }
     c.provers_per_device = cfg.engine.provers_per_device.max(1);
     c.trace = Some(Trace::bounded(TRACE_CAP));
-    c
+    Ok(c)
 }
 
 /// Starts a daemon on the current tokio runtime.
@@ -71,7 +80,7 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     cfg.validate()?;
     let listen = Listen::parse(&cfg.listen)?;
     let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
-    let ecfg = engine_config(cfg, devices);
+    let ecfg = try_engine_config(cfg, devices)?;
     let provers = ecfg.devices.len() * ecfg.provers_per_device;
     let max_in_flight = match cfg.engine.max_in_flight {
         0 => ecfg.synthesis_workers + provers,

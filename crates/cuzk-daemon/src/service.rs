@@ -1,6 +1,9 @@
 //! The tonic `ProvingEngine` service: maps each RPC onto the job service ([`crate::jobs`]),
 //! the process-wide parameter and PCE registries (status, preload, evict) and the metrics
-//! text. Blocking work (parsing a C1, loading parameters) runs on tokio's blocking pool.
+//! text, for which it fills a [`metrics::Snapshot`] that [`crate::metrics`] renders (the
+//! dependency points from here to there only). Blocking work (parsing a C1, loading
+//! parameters) runs on tokio's blocking pool. It knows the wire format and the job service,
+//! not how the server is bound or stopped, nor the Prometheus text format.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +14,7 @@ use cuzk_pipeline::resources::params_bytes;
 use tonic::{Request, Response, Status};
 
 use crate::jobs::{JobView, Jobs, State};
+use crate::metrics;
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::*;
 
@@ -97,9 +101,42 @@ impl Service {
         }
     }
 
+    /// The numbers the metrics text shows, taken now.
+    pub fn metrics_snapshot(&self) -> metrics::Snapshot {
+        let c = self.jobs.counts();
+        let trace = self.jobs.trace();
+        let budget = self.jobs.budget();
+        metrics::Snapshot {
+            completed: c.completed,
+            failed: c.failed,
+            cancelled: c.cancelled,
+            retried_on_cpu: self.jobs.engine_stats().retried_on_cpu.load(std::sync::atomic::Ordering::Relaxed),
+            stages: trace
+                .stage_summaries(|_| true)
+                .into_iter()
+                .map(|st| metrics::StageTime { stage: st.stage.to_string(), total_s: st.total_s, count: st.count as u64 })
+                .collect(),
+            queue_wait_s_sum: c.queue_wait_ms_sum as f64 / 1000.0,
+            queue_wait_count: c.queue_wait_count,
+            queues: c.queues.into_iter().map(|(kind, pending, in_progress)| metrics::QueueDepth { kind, pending, in_progress }).collect(),
+            rss_bytes: cuzk_core::mem::snapshot().rss_bytes,
+            budget_bytes: budget.total(),
+            budget_in_use_bytes: budget.in_use(),
+            budget_high_water_bytes: budget.high_water(),
+            device_busy: trace.device_busy(|_| true).into_iter().collect(),
+            resident: self
+                .status()
+                .loaded_srs
+                .into_iter()
+                .map(|x| metrics::Resident { circuit: x.circuit_id, params_bytes: x.size_bytes, pce_bytes: x.pce_bytes })
+                .collect(),
+            uptime_s: self.started.elapsed().as_secs_f64(),
+        }
+    }
+
     /// The Prometheus text.
     pub fn metrics(&self) -> String {
-        crate::metrics::render(self)
+        metrics::render(&self.metrics_snapshot())
     }
 }
 

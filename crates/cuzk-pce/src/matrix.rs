@@ -2,7 +2,9 @@
 //! then aux) and a 16-bit index into the circuit's table of distinct coefficients; rows are
 //! 32-bit offsets. [`PreCompiledCircuit::matrices`] lends them to a backend's mat-vec in
 //! cuzk-core's view; [`PreCompiledCircuit::evaluate`] runs the CPU kernel (rayon over row
-//! blocks, ±1 coefficients and 0/1 witness values on fast paths).
+//! blocks, ±1 coefficients and 0/1 witness values on fast paths). The density bitmaps'
+//! [`popcount`] and [`bit`] are defined once in `cuzk_core::bits` and re-exported here. It
+//! knows how the matrices are stored, not how they were recorded or which circuit they encode.
 
 use blstrs::Scalar;
 use cuzk_core::backend::sparse::{evaluate_cpu, CsrView, Matrices};
@@ -60,15 +62,8 @@ pub struct PreCompiledCircuit {
     pub b_aux_density: Vec<u64>,
 }
 
-/// Set bits in a density bitmap.
-pub fn popcount(bits: &[u64]) -> usize {
-    bits.iter().map(|w| w.count_ones() as usize).sum()
-}
-
-/// Whether bit `i` is set.
-pub fn bit(bits: &[u64], i: usize) -> bool {
-    bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
-}
+/// The density bitmaps' helpers, defined once in cuzk-core.
+pub use cuzk_core::bits::{bit, popcount};
 
 impl PreCompiledCircuit {
     pub fn nnz(&self) -> usize {

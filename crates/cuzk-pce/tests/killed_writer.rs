@@ -1,20 +1,25 @@
 //! A process killed while writing a PCE cache or Groth16 parameters leaves nothing that a
 //! later start trusts. The test binary runs itself again as a child (the `child_*` tests,
-//! ignored unless the child variable is set) with the `CUZK_TEST_STALL_WRITE` hook, so that
-//! the child stops in the middle of its write with part of the file on disk; it is then
-//! SIGKILLed, and a later load must not find a partial file under the real name, must keep
-//! the old file intact, must rebuild, and must remove the dead writer's leftover.
+//! ignored unless the child variable is set); the child reads its stall setting from its own
+//! `CUZK_TEST_STALL_WRITE` variable and installs cuzk-core's stall hook (feature `test-hooks`,
+//! on for this crate's tests only), so that it stops in the middle of its write with part of
+//! the file on disk; it is then SIGKILLed, and a later load must not find a partial file under
+//! the real name, must keep the old file intact, must rebuild, and must remove the dead
+//! writer's leftover.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cuzk_core::atomic::{temp_files, STALL_ENV};
+use cuzk_core::atomic::{set_stall_hook, temp_files, StallHook};
 use cuzk_core::testing::SatisfiedCircuit;
 use cuzk_pce::cache::{self, Outcome, Reject};
 
 const CHILD: &str = "CUZK_KILL_TEST_CHILD";
 const TARGET: &str = "CUZK_KILL_TEST_TARGET";
+/// The child's stall setting, `NAME:BYTES:MARKER`: a write of a file whose name contains NAME
+/// stops after BYTES bytes are on disk and creates MARKER.
+const STALL_ENV: &str = "CUZK_TEST_STALL_WRITE";
 
 fn circuit() -> SatisfiedCircuit {
     SatisfiedCircuit { seed: 9, steps: 3000 }
@@ -51,12 +56,21 @@ fn stall(name: &str, bytes: u64, marker: &Path) -> (&'static str, String) {
     (STALL_ENV, format!("{name}:{bytes}:{}", marker.display()))
 }
 
+/// In the child: installs the stall hook its parent asked for (see [`STALL_ENV`]).
+fn install_stall_hook() {
+    let v = std::env::var(STALL_ENV).unwrap_or_else(|_| panic!("the child needs {STALL_ENV}"));
+    let mut it = v.splitn(3, ':');
+    let (name, bytes, marker) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+    set_stall_hook(StallHook { name_contains: name.into(), bytes: bytes.parse().unwrap(), marker: PathBuf::from(marker) });
+}
+
 #[test]
 #[ignore = "run as a child process by pce_cache_write_killed_midway_is_never_trusted"]
 fn child_builds_the_cache() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
+    install_stall_hook();
     let path = PathBuf::from(std::env::var(TARGET).unwrap());
     cache::load_or_build(&path, "new identity", || cuzk_pce::extract(circuit())).unwrap();
     panic!("the stall hook should have stopped this write");
@@ -108,6 +122,7 @@ fn child_writes_parameters() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
+    install_stall_hook();
     let path = PathBuf::from(std::env::var(TARGET).unwrap());
     cuzk_core::params::write_params(&path, &small_params()).unwrap();
     panic!("the stall hook should have stopped this write");

@@ -309,7 +309,7 @@ fn quotient_identity(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String
 fn quotient_msm_h_vs(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, len: usize) -> Result<(), String> {
     let [a, bb, c] = [(); 3].map(|_| edge_scalars(rng, len));
     let n = len.next_power_of_two();
-    let bases = crate::random_srs::random_points::<G1Affine>(n - 1, rng.gen());
+    let bases = super::points::random_points::<G1Affine>(n - 1, rng.gen());
     let h = cpu.quotient(a.clone(), bb.clone(), c.clone()).map_err(|e| e.to_string())?;
     let want = Msm::<G1Affine>::msm(cpu, &bases, &h).map_err(|e| e.to_string())?;
     let (got, _) = b.quotient_msm_h(a, bb, c, &bases).map_err(|e| e.to_string())?;
@@ -338,7 +338,7 @@ fn matvec_vs_naive(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, row
         }
     }
     let n = rows.next_power_of_two();
-    let bases = crate::random_srs::random_points::<G1Affine>(n - 1, rng.gen());
+    let bases = super::points::random_points::<G1Affine>(n - 1, rng.gen());
     let (h_want, _) = cpu.quotient_msm_h(want.a, want.b, want.c, &bases).map_err(|e| e.to_string())?;
     let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases).map_err(|e| e.to_string())?;
     same::<G1Affine>(&format!("mat-vec + quotient + msm h, {rows} rows"), h_got, h_want)?;

@@ -1,19 +1,18 @@
-//! Fault injection for tests and failure drills: [`FaultyBackend`] wraps any backend and, on
-//! chosen partition proofs (counted by their quotient + H step, the first backend call of
-//! every partition), fails with a device error, corrupts the A evaluation handed to it, or
-//! corrupts the H MSM result. Every other call passes through unchanged. The daemon enables it
-//! with `engine.inject_fault`; nothing else does.
+//! Fault injection for tests and failure drills. Always here: the plan language
+//! ([`FaultPlan`], [`parse_plans`]), [`plans`], which also says whether this build can run
+//! them, and [`wrap`], the one way a caller puts plans on a backend. Only with the
+//! `fault-injection` feature: `FaultyBackend`, which wraps any backend and, on chosen
+//! partition proofs (counted by their quotient + H step, the first backend call of every
+//! partition), fails with a device error, corrupts the A evaluation handed to it, or corrupts
+//! the H MSM result, passing every other call through unchanged; without the feature a
+//! non-empty plan is refused with [`FaultError::NotBuilt`], so a release build cannot be
+//! configured into corrupting proofs. It knows backends, not who configures the plans (the
+//! daemon's `engine.inject_fault`) nor how a failed partition is handled.
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use blstrs::{G1Affine, G1Projective, Scalar};
-use ff::Field;
-use group::Group;
-
-use super::{Backend, BackendError, BackendResult};
+use super::Backend;
 
 /// What an injected fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,69 +68,126 @@ pub fn parse_plans(s: &str) -> Result<Vec<FaultPlan>, String> {
     s.split(';').filter(|p| !p.trim().is_empty()).map(str::parse).collect()
 }
 
-/// A backend that injects the faults of its plans into the one it wraps.
-pub struct FaultyBackend {
-    inner: Arc<dyn Backend>,
-    plans: Vec<FaultPlan>,
-    calls: AtomicU64,
-    hits: AtomicU64,
+/// Whether this build has fault injection (the `fault-injection` feature).
+pub const AVAILABLE: bool = cfg!(feature = "fault-injection");
+
+/// Why fault plans cannot be put on a backend.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    /// The text is not a list of plans.
+    #[error("{0}")]
+    Plan(String),
+    /// Plans were asked for, but the `fault-injection` feature is off.
+    #[error("this build has no fault injection; build with --features fault-injection")]
+    NotBuilt,
 }
 
-impl FaultyBackend {
-    pub fn new(inner: Arc<dyn Backend>, plans: Vec<FaultPlan>) -> Self {
-        FaultyBackend { inner, plans, calls: AtomicU64::new(0), hits: AtomicU64::new(0) }
+/// The plans `text` names (as [`parse_plans`]), refused with [`FaultError::NotBuilt`] when
+/// there is at least one and this build cannot inject faults: what a config check calls.
+pub fn plans(text: &str) -> Result<Vec<FaultPlan>, FaultError> {
+    let plans = parse_plans(text).map_err(FaultError::Plan)?;
+    if !plans.is_empty() && !AVAILABLE {
+        return Err(FaultError::NotBuilt);
     }
+    Ok(plans)
+}
 
-    /// Faults injected so far.
-    pub fn injected(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+/// `backend` with `plans` injected: `backend` itself when there are none, a `FaultyBackend`
+/// around it otherwise, or [`FaultError::NotBuilt`] when this build has no fault injection.
+pub fn wrap(backend: Arc<dyn Backend>, plans: &[FaultPlan]) -> Result<Arc<dyn Backend>, FaultError> {
+    if plans.is_empty() {
+        return Ok(backend);
     }
-
-    fn hit(&self) -> Option<(u64, FaultKind)> {
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let plan = self.plans.iter().find(|p| n >= p.skip && n - p.skip < p.times)?;
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        Some((n, plan.kind))
+    #[cfg(feature = "fault-injection")]
+    {
+        Ok(Arc::new(FaultyBackend::new(backend, plans.to_vec())))
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        Err(FaultError::NotBuilt)
     }
 }
 
-impl FaultyBackend {
-    fn inner(&self) -> &dyn Backend {
-        self.inner.as_ref()
+#[cfg(feature = "fault-injection")]
+pub use faulty::FaultyBackend;
+
+#[cfg(feature = "fault-injection")]
+mod faulty {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use ff::Field;
+    use group::Group;
+
+    use super::{FaultKind, FaultPlan};
+    use crate::backend::{Backend, BackendError, BackendResult};
+
+    /// A backend that injects the faults of its plans into the one it wraps.
+    pub struct FaultyBackend {
+        inner: Arc<dyn Backend>,
+        plans: Vec<FaultPlan>,
+        calls: AtomicU64,
+        hits: AtomicU64,
     }
-}
 
-pass_through!(FaultyBackend, inner);
+    impl FaultyBackend {
+        pub fn new(inner: Arc<dyn Backend>, plans: Vec<FaultPlan>) -> Self {
+            FaultyBackend { inner, plans, calls: AtomicU64::new(0), hits: AtomicU64::new(0) }
+        }
 
-impl Backend for FaultyBackend {
-    fn name(&self) -> &str {
-        self.inner.name()
+        /// Faults injected so far.
+        pub fn injected(&self) -> u64 {
+            self.hits.load(Ordering::Relaxed)
+        }
+
+        fn hit(&self) -> Option<(u64, FaultKind)> {
+            let n = self.calls.fetch_add(1, Ordering::Relaxed);
+            let plan = self.plans.iter().find(|p| n >= p.skip && n - p.skip < p.times)?;
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            Some((n, plan.kind))
+        }
     }
 
-    fn overlap_h(&self) -> bool {
-        self.inner.overlap_h()
+    impl FaultyBackend {
+        fn inner(&self) -> &dyn Backend {
+            self.inner.as_ref()
+        }
     }
 
-    fn quotient_msm_h(
-        &self,
-        mut a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-        h_bases: &[G1Affine],
-    ) -> BackendResult<(G1Projective, Duration)> {
-        let Some((n, kind)) = self.hit() else { return self.inner.quotient_msm_h(a, b, c, h_bases) };
-        tracing::warn!(call = n, ?kind, "injecting a backend fault");
-        match kind {
-            FaultKind::DeviceError => Err(BackendError::Device(format!("injected fault: device error on partition call {n}"))),
-            FaultKind::CorruptEvaluation => {
-                if let Some(x) = a.first_mut() {
-                    *x += Scalar::ONE;
+    pass_through!(FaultyBackend, inner);
+
+    impl Backend for FaultyBackend {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        fn overlap_h(&self) -> bool {
+            self.inner.overlap_h()
+        }
+
+        fn quotient_msm_h(
+            &self,
+            mut a: Vec<Scalar>,
+            b: Vec<Scalar>,
+            c: Vec<Scalar>,
+            h_bases: &[G1Affine],
+        ) -> BackendResult<(G1Projective, Duration)> {
+            let Some((n, kind)) = self.hit() else { return self.inner.quotient_msm_h(a, b, c, h_bases) };
+            tracing::warn!(call = n, ?kind, "injecting a backend fault");
+            match kind {
+                FaultKind::DeviceError => Err(BackendError::Device(format!("injected fault: device error on partition call {n}"))),
+                FaultKind::CorruptEvaluation => {
+                    if let Some(x) = a.first_mut() {
+                        *x += Scalar::ONE;
+                    }
+                    self.inner.quotient_msm_h(a, b, c, h_bases)
                 }
-                self.inner.quotient_msm_h(a, b, c, h_bases)
-            }
-            FaultKind::CorruptMsm => {
-                let (h, t) = self.inner.quotient_msm_h(a, b, c, h_bases)?;
-                Ok((h + G1Projective::generator(), t))
+                FaultKind::CorruptMsm => {
+                    let (h, t) = self.inner.quotient_msm_h(a, b, c, h_bases)?;
+                    Ok((h + G1Projective::generator(), t))
+                }
             }
         }
     }
@@ -141,8 +197,6 @@ impl Backend for FaultyBackend {
 mod tests {
     use super::*;
     use crate::backend::cpu::CpuBackend;
-    use crate::backend::Msm;
-    use rand::SeedableRng;
 
     #[test]
     fn plans_parse_and_bad_ones_are_named() {
@@ -157,7 +211,30 @@ mod tests {
     }
 
     #[test]
+    fn no_plans_wrap_to_the_backend_itself_and_plans_need_the_feature() {
+        let cpu: Arc<dyn Backend> = Arc::new(CpuBackend::new());
+        assert!(Arc::ptr_eq(&wrap(cpu.clone(), &[]).unwrap(), &cpu));
+        assert_eq!(plans(" ; "), Ok(vec![]));
+        assert!(matches!(plans("melt"), Err(FaultError::Plan(m)) if m.contains("melt")));
+        let one = parse_plans("device-error").unwrap();
+        if AVAILABLE {
+            assert_eq!(plans("device-error"), Ok(one.clone()));
+            assert!(!Arc::ptr_eq(&wrap(cpu.clone(), &one).unwrap(), &cpu));
+        } else {
+            assert_eq!(plans("device-error"), Err(FaultError::NotBuilt));
+            assert_eq!(wrap(cpu, &one).err(), Some(FaultError::NotBuilt));
+            assert!(FaultError::NotBuilt.to_string().contains("--features fault-injection"));
+        }
+    }
+
+    #[cfg(feature = "fault-injection")]
+    #[test]
     fn only_the_planned_calls_are_faulted_and_each_fault_changes_the_answer() {
+        use crate::backend::{BackendError, Msm};
+        use blstrs::{G1Affine, G1Projective, Scalar};
+        use ff::Field;
+        use group::Group;
+        use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         let n = 16;
         let v = |rng: &mut rand_chacha::ChaCha8Rng| (0..n).map(|_| Scalar::random(&mut *rng)).collect::<Vec<_>>();

@@ -1,9 +1,13 @@
 //! The backend seam: small traits with one job each — [`Msm`] (variable-base multi-scalar
 //! multiplication over G1 or G2, with the 0/1-scalar split) and [`Ntt`] (number-theoretic
 //! transforms over the BLS12-381 scalar field, and the quotient schedule built from them) —
-//! plus [`MatVec`] (the constraint matrices times the witness), bundled as [`Backend`]. The CPU implementation ([`cpu::CpuBackend`]) is always compiled;
-//! `cuzk-gpu` plugs its CUDA implementation in behind the same traits, and [`conformance`]
-//! is the one test suite every implementation must pass.
+//! plus [`MatVec`] (the constraint matrices times the witness), bundled as [`Backend`]. The
+//! CPU implementation ([`cpu::CpuBackend`]) is always compiled; `cuzk-gpu` plugs its CUDA
+//! implementation in behind the same traits, [`conformance`] is the one test suite every
+//! implementation must pass, [`points`] makes the random bases that suite and the scaling runs
+//! use, and [`fault`] injects failures for drills. It depends on nothing else of this crate:
+//! the prover's assembly (`groth16`), parameter files and random parameters build on it, not
+//! the other way round, and it knows no circuit, proof kind or device API.
 
 /// Implements [`Msm`] (G1 and G2), [`Ntt`] and [`MatVec`] for a wrapper type by passing every
 /// call to the backend that `$inner` (a method of the wrapper) returns.
@@ -55,6 +59,7 @@ pub mod cpu;
 pub mod curve;
 pub mod fault;
 pub mod ntt;
+pub mod points;
 pub mod schedule;
 pub mod sparse;
 
@@ -335,13 +340,13 @@ pub struct ScalingRow {
 
 /// Times G1 MSM (random scalars), G2 MSM (at 1/4 size) and forward / coset NTT for sizes
 /// 2^min_log ..= 2^max_log. Bases are random multiples of the generators made by additions
-/// ([`crate::random_srs::random_points`]), not sampled one by one.
+/// ([`points::random_points`]), not sampled one by one.
 pub fn scaling(backend: &dyn Backend, min_log: u32, max_log: u32) -> BackendResult<Vec<ScalingRow>> {
     use rayon::prelude::*;
     use std::time::Instant;
     let max = 1usize << max_log;
-    let g1: Vec<G1Affine> = crate::random_srs::random_points(max, 7);
-    let g2: Vec<G2Affine> = crate::random_srs::random_points((max / 4).max(1), 3);
+    let g1: Vec<G1Affine> = points::random_points(max, 7);
+    let g2: Vec<G2Affine> = points::random_points((max / 4).max(1), 3);
     let scalars: Vec<Scalar> = (0..max as u64)
         .into_par_iter()
         .map(|i| Scalar::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).pow_vartime([0x1234_5678_9abc_def1]))
