@@ -33,6 +33,9 @@ impl Circuit<Scalar> for Interleaved {
     }
 }
 
+/// Whether a rejection is the expected one.
+type IsReason = fn(&Reject) -> bool;
+
 fn both_paths<C: Circuit<Scalar> + Clone>(c: C) -> (PreCompiledCircuit, cuzk_pce::witness::Mismatches) {
     let pce = extract(c.clone()).unwrap();
     let w = cuzk_witness::witness(c.clone(), pce.num_inputs, pce.num_aux).unwrap();
@@ -92,7 +95,7 @@ fn cache_round_trip_and_every_bad_file_is_rejected_then_rebuilt() {
     assert_eq!(cache::load(&path, "identity-2").unwrap_err(), Reject::Stale);
     let good = std::fs::read(&path).unwrap();
 
-    let cases: Vec<(&str, Vec<u8>, fn(&Reject) -> bool)> = vec![
+    let cases: Vec<(&str, Vec<u8>, IsReason)> = vec![
         ("truncated", good[..good.len() - 5].to_vec(), |r| matches!(r, Reject::Truncated { .. })),
         ("header only", good[..20].to_vec(), |r| matches!(r, Reject::Truncated { .. })),
         ("foreign", b"{\"not\": \"a pce\"}".repeat(10), |r| *r == Reject::Foreign),

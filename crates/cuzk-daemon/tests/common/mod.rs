@@ -33,8 +33,7 @@ pub fn cpu() -> Vec<cuzk_pipeline::Device> {
 }
 
 pub fn config(max_in_flight: usize) -> DaemonConfig {
-    let mut c = DaemonConfig::default();
-    c.listen = "tcp://127.0.0.1:0".into();
+    let mut c = DaemonConfig { listen: "tcp://127.0.0.1:0".into(), ..Default::default() };
     c.engine.synthesis_workers = 1;
     c.engine.max_in_flight = max_in_flight;
     c.engine.budget = "16GiB".into();

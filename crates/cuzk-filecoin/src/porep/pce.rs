@@ -59,16 +59,11 @@ fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof) -> R
 /// runs the circuit's own gadgets through a [`WitnessCs`]. Both give the same witness (tested);
 /// the second is selected by configuration (`--witness gadgets`, `CUZK_WITNESS=gadgets`), for
 /// comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WitnessMode {
+    #[default]
     Native,
     Gadgets,
-}
-
-impl Default for WitnessMode {
-    fn default() -> Self {
-        WitnessMode::Native
-    }
 }
 
 impl std::str::FromStr for WitnessMode {
