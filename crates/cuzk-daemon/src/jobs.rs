@@ -507,7 +507,7 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, verify_default: 
     }
     let by_number = match req.registered_proof {
         0 => None,
-        n => Some(cuzk_filecoin::curio::from_number(n)?),
+        n => Some(cuzk_filecoin::curio::from_number(n).map_err(|e| e.to_string())?),
     };
     let by_size = match req.sector_size {
         0 => None,

@@ -88,12 +88,12 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     };
     let kinds = cuzk_filecoin::Kinds::new(settings, cfg.witness_mode()?);
     for c in &cfg.srs.preload {
-        let rp = cuzk_filecoin::curio::parse(c).map_err(DaemonError::Config)?;
+        let rp = cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(e.to_string()))?;
         let k = kinds.clone();
         tokio::task::spawn_blocking(move || crate::service::preload(&k, rp))
             .await
-            .map_err(|e| DaemonError::Preload(e.to_string()))?
-            .map_err(|e| DaemonError::Preload(format!("{c}: {e}")))?;
+            .map_err(|e| DaemonError::Server(format!("preload task for {c}: {e}")))?
+            .map_err(|source| DaemonError::Preload { circuit: c.clone(), source })?;
     }
     let engine = Engine::start(ecfg).map_err(DaemonError::Engine)?;
     let jobs = Jobs::new(engine, JobsConfig { max_in_flight, retain: cfg.jobs.retain, verify: cfg.engine.verify }, kinds);

@@ -43,7 +43,7 @@ impl Service {
         match out {
             Ok(s) => Ok(SubmitProofResponse { job_id: s.job_id, queue_position: s.queue_position, assigned_gpu: String::new() }),
             Err(crate::DaemonError::Draining) => Err(Status::unavailable("the daemon is shutting down and takes no new jobs")),
-            Err(e) => Err(Status::internal(e.to_string())),
+            Err(e) => Err(Status::from(e)),
         }
     }
 
@@ -198,17 +198,17 @@ impl ProvingEngine for Service {
 
     async fn preload_srs(&self, r: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
         let id = r.into_inner().circuit_id;
-        let rp = curio::parse(&id).map_err(Status::invalid_argument)?;
+        let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let kinds = self.jobs.kinds().clone();
         let out = tokio::task::spawn_blocking(move || preload(&kinds, rp))
             .await
             .map_err(|e| Status::internal(format!("preload task failed: {e}")))?;
-        out.map(Response::new).map_err(Status::failed_precondition)
+        out.map(Response::new).map_err(|e| Status::from(crate::DaemonError::Preload { circuit: id, source: e }))
     }
 
     async fn evict_srs(&self, r: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
         let id = r.into_inner().circuit_id;
-        let rp = curio::parse(&id).map_err(Status::invalid_argument)?;
+        let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let (pce, p) = self.jobs.kinds().porep.evict(rp);
         let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
         tracing::info!(circuit = %id, freed, "evicted");
@@ -217,9 +217,9 @@ impl ProvingEngine for Service {
 }
 
 /// Loads the parameters and the PCE of `rp` into the process registries.
-pub fn preload(kinds: &Kinds, rp: RegisteredSealProof) -> Result<PreloadSrsResponse, String> {
+pub fn preload(kinds: &Kinds, rp: RegisteredSealProof) -> Result<PreloadSrsResponse, cuzk_filecoin::Error> {
     let t = Instant::now();
-    let already = kinds.porep.preload(rp).map_err(|e| cuzk_pipeline::error_chain(&e))?;
+    let already = kinds.porep.preload(rp)?;
     let load_time_ms = t.elapsed().as_millis() as u64;
     tracing::info!(circuit = %curio::id(rp), load_time_ms, already, "preloaded");
     Ok(PreloadSrsResponse { already_loaded: already, load_time_ms })

@@ -3,6 +3,7 @@
 
 use crate::porep::sector;
 use crate::porep::RegisteredSealProof;
+use crate::{Error, Result};
 
 /// The PoRep proof types cuzk proves, with Curio's circuit id suffix.
 const POREP: &[(&str, RegisteredSealProof)] = &[
@@ -19,15 +20,16 @@ pub fn all() -> impl Iterator<Item = RegisteredSealProof> {
 }
 
 /// `porep-32g` (also `porep-32GiB`) → the proof type.
-pub fn parse(id: &str) -> Result<RegisteredSealProof, String> {
-    let tail =
-        id.strip_prefix("porep-").ok_or_else(|| format!("circuit id {id:?}: only porep-<size> circuits (e.g. porep-32g) are served"))?;
+pub fn parse(id: &str) -> Result<RegisteredSealProof> {
+    let tail = id
+        .strip_prefix("porep-")
+        .ok_or_else(|| Error::Invalid(format!("circuit id {id:?}: only porep-<size> circuits (e.g. porep-32g) are served")))?;
     let lower = tail.to_ascii_lowercase();
     if let Some((_, rp)) = POREP.iter().find(|(s, _)| *s == lower) {
         return Ok(*rp);
     }
-    let size = sector::parse_sector_size(tail).map_err(|_| format!("circuit id {id:?}: unknown sector size {tail:?}"))?;
-    sector::registered_proof(size).map_err(|e| format!("circuit id {id:?}: {e}"))
+    let size = sector::parse_sector_size(tail).map_err(|_| Error::Invalid(format!("circuit id {id:?}: unknown sector size {tail:?}")))?;
+    sector::registered_proof(size).map_err(|e| Error::Invalid(format!("circuit id {id:?}: {e}")))
 }
 
 /// The circuit id of a proof type (`porep-32g`).
@@ -38,7 +40,7 @@ pub fn id(rp: RegisteredSealProof) -> String {
 
 /// filecoin-ffi's numeric `RegisteredSealProof` (what Curio sends in `registered_proof`):
 /// 0–4 are the V1 types, 5–9 V1_1, 10–14 V1_1 with synthetic PoRep.
-pub fn from_number(n: u64) -> Result<RegisteredSealProof, String> {
+pub fn from_number(n: u64) -> Result<RegisteredSealProof> {
     use RegisteredSealProof::*;
     Ok(match n {
         5 => StackedDrg2KiBV1_1,
@@ -46,9 +48,13 @@ pub fn from_number(n: u64) -> Result<RegisteredSealProof, String> {
         7 => StackedDrg512MiBV1_1,
         8 => StackedDrg32GiBV1_1,
         9 => StackedDrg64GiBV1_1,
-        0..=4 => return Err(format!("registered_proof {n} is a V1 (pre-V1_1) seal proof type, which is no longer accepted by the chain")),
-        10..=14 => return Err(format!("registered_proof {n} is a synthetic-PoRep type, not supported yet")),
-        _ => return Err(format!("registered_proof {n} is not a known seal proof type")),
+        0..=4 => {
+            return Err(Error::Invalid(format!(
+                "registered_proof {n} is a V1 (pre-V1_1) seal proof type, which is no longer accepted by the chain"
+            )))
+        }
+        10..=14 => return Err(Error::Invalid(format!("registered_proof {n} is a synthetic-PoRep type, not supported yet"))),
+        _ => return Err(Error::Invalid(format!("registered_proof {n} is not a known seal proof type"))),
     })
 }
 
@@ -62,10 +68,10 @@ mod tests {
             assert_eq!(parse(&id(rp)).unwrap(), rp);
         }
         assert_eq!(parse("porep-32GiB").unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
-        assert!(parse("porep-3k").unwrap_err().contains("porep-3k"));
-        assert!(parse("wpost-32g").unwrap_err().contains("wpost-32g"));
+        assert!(parse("porep-3k").unwrap_err().to_string().contains("porep-3k"));
+        assert!(parse("wpost-32g").unwrap_err().to_string().contains("wpost-32g"));
         assert_eq!(from_number(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
-        assert!(from_number(3).unwrap_err().contains("V1"));
+        assert!(from_number(3).unwrap_err().to_string().contains("V1"));
         assert!(from_number(99).is_err());
     }
 }
