@@ -62,6 +62,8 @@ fn check_witnesses(pce: &cuzk_pce::PreCompiledCircuit, ws: &[cuzk_witness::Witne
 
 #[test]
 fn real_2kib_circuit_matches_bit_for_bit() {
+    // Before anything reads filecoin-proofs' settings (they are fixed on first use).
+    let kind = common::kind();
     let c1 = C1::load(&fixture(), None).unwrap();
     let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
     let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
@@ -81,7 +83,6 @@ fn real_2kib_circuit_matches_bit_for_bit() {
 
     // ... and proves on the new path with a proof verify_seal accepts (and not for the
     // bundled sector's identity).
-    let kind = common::kind();
     cuzk_filecoin::porep::test_params::ensure(&kind, fresh.registered_proof, None).unwrap();
     let proof = common::prove_on_engine(&kind, fresh.clone(), other, None);
     use cuzk_filecoin::porep::verify::{verify_seal, Verdict};
@@ -91,6 +92,8 @@ fn real_2kib_circuit_matches_bit_for_bit() {
 
 #[test]
 fn fresh_8mib_sector_matches_bit_for_bit() {
+    // Before anything reads filecoin-proofs' settings (they are fixed on first use).
+    common::kind();
     // Another topology (oct-arity Poseidon trees, more challenges): the challenge-parallel
     // witness joined in allocation order must still equal the reference synthesis.
     let dir = tempfile::tempdir().unwrap();
