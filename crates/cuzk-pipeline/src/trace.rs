@@ -117,17 +117,20 @@ impl Trace {
                     while !me.stop.load(Ordering::Relaxed) {
                         let s = Sample { t_s: me.now(), rss_bytes: mem::snapshot().rss_bytes };
                         push_capped(&mut lock(&me.samples), s, me.cap);
-                        std::thread::sleep(period);
+                        // Parked, not asleep: `stop_sampler` wakes it at once.
+                        std::thread::park_timeout(period);
                     }
                 })
                 .expect("spawning the RSS sampler thread"),
         );
     }
 
-    /// Stops the sampler and waits for it (taking a last sample).
+    /// Stops the sampler and waits for it (taking a last sample). Returns at once: the
+    /// sampler is woken from its wait, so a short-lived engine does not pay a sample period.
     pub fn stop_sampler(&self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = lock(&self.sampler).take() {
+            h.thread().unpark();
             let _ = h.join();
         }
         lock(&self.samples).push(Sample { t_s: self.now(), rss_bytes: mem::snapshot().rss_bytes });
@@ -370,6 +373,17 @@ mod tests {
         let f = busy_fraction(vec![(5.0, 6.0), (0.0, 2.0), (1.0, 3.0)]);
         assert!((f - 4.0 / 6.0).abs() < 1e-12, "{f}");
         assert_eq!(busy_fraction(Vec::new()), 0.0);
+    }
+
+    #[test]
+    fn stopping_the_sampler_does_not_wait_out_its_period() {
+        let t = Trace::new();
+        t.start_sampler(Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(50));
+        let start = Instant::now();
+        t.stop_sampler();
+        assert!(start.elapsed() < Duration::from_secs(5), "stop took {:?}", start.elapsed());
+        assert!(t.samples().len() >= 2, "a first sample and the last one");
     }
 
     #[test]
