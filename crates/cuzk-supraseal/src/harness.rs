@@ -154,8 +154,8 @@ pub fn run(args: &Args) -> Result<bool> {
     let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
     let id = meta.identity();
     let rp = c1.registered_proof;
-    let tracer = StageTracer::new();
-    let params = kind.shared_params(rp, &tracer)?;
+    // Loaded (and checked) once here; the engine's reference proof below shares this copy.
+    kind.shared_params(rp, &StageTracer::new())?;
     let paths = ParamPaths::for_proof(rp)?;
     let t = Instant::now();
     let srs = SRS::try_new(paths.params.clone(), true)
