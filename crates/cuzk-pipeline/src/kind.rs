@@ -102,16 +102,16 @@ fn refused<K: ProofKind>(kind: &K, e: K::Error) -> PipelineError {
     PipelineError::Request { kind: kind.name(), source: Arc::new(e) }
 }
 
-/// The engine job of one request: its circuit's shared PCE and parameters, its partitions
-/// with their (r, s), assembly and (unless opted out) verification. Everything runs on the
+/// The engine job of one request: its checks and partitions with their (r, s), its circuit's
+/// shared PCE and parameters, assembly and (unless opted out) verification. Everything runs on the
 /// engine's parse stage, so a slow load or check never blocks the submitter.
 pub fn job<K: ProofKind>(kind: Arc<K>, req: Arc<K::Request>, opts: JobOptions) -> JobSource {
     Box::new(move || {
         if opts.verify {
             kind.verifiable(&req).map_err(|e| refused(kind.as_ref(), e))?;
         }
-        let key = kind.circuit_key(&req);
-        let circuit = resources::shared(kind.as_ref(), &key)?;
+        // The request's own checks first: a bad request is refused before any (for a full-size
+        // circuit, tens of GiB of) parameters are loaded for it.
         let partitions = kind.partitions(&req).map_err(|e| refused(kind.as_ref(), e))?;
         let rs = match opts.randomness {
             Some(v) if v.len() != partitions.len() => {
@@ -120,6 +120,7 @@ pub fn job<K: ProofKind>(kind: Arc<K>, req: Arc<K::Request>, opts: JobOptions) -
             Some(v) => v,
             None => cuzk_core::groth16::random_rs(partitions.len()),
         };
+        let circuit = resources::shared(kind.as_ref(), &kind.circuit_key(&req))?;
         let partitions = partitions.into_iter().zip(rs).map(|(synthesize, (r, s))| PartitionInput { synthesize, r, s }).collect();
         let (k2, r2) = (kind.clone(), req.clone());
         let assemble = Box::new(move |proofs: &[Proof<Bls12>]| k2.assemble(&r2, proofs).map_err(PipelineError::shared));

@@ -62,10 +62,14 @@ pub fn shared_pce<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<(Arc<Pr
 /// on `tracer` when this call loads them), then shared.
 pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
     let id = kind.circuit_id(key);
-    let path = kind.params_path(key).map_err(|e| request_error(kind, e))?;
-    PARAMS
-        .get_or_init(&id.identity, || tracer.stage("load-params", || cuzk_core::params::load_params(&path)).map(|(p, _)| p))
-        .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })
+    PARAMS.get_or_init(&id.identity, || {
+        // Looked up only when they are not resident: a loaded set needs no files.
+        let path = kind.params_path(key).map_err(|e| request_error(kind, e))?;
+        let (params, _) = tracer
+            .stage("load-params", || cuzk_core::params::load_params(&path))
+            .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })?;
+        Ok(params)
+    })
 }
 
 /// `key`'s PCE and parameters, loading what is not resident yet.
