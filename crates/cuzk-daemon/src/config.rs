@@ -135,6 +135,21 @@ impl Default for DaemonConfig {
     }
 }
 
+/// Why one config value was refused (the caller names the key or variable it came from).
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error("unknown key {0}")]
+    UnknownKey(String),
+    #[error("not a count")]
+    NotACount(#[source] std::num::ParseIntError),
+    #[error("want true or false")]
+    NotABool,
+    #[error("{0:?} is not a byte size like 24GiB")]
+    NotASize(String),
+    #[error("{text:?}: unknown unit {unit:?}")]
+    UnknownUnit { text: String, unit: String },
+}
+
 /// The environment variables that override config keys, in the order they are applied.
 pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_LISTEN", "listen"),
@@ -166,7 +181,7 @@ impl DaemonConfig {
         for (var, key) in ENV_KEYS {
             if let Some(v) = env(var) {
                 let named = |e: String| DaemonError::Config(format!("{var}={v:?}: {e}"));
-                cfg.set(key, &v).map_err(named)?;
+                cfg.set(key, &v).map_err(|e| named(cuzk_pipeline::error_chain(&e)))?;
                 // Checked per variable, so that a bad value is blamed on the variable.
                 cfg.validate().map_err(|e| named(e.to_string()))?;
             }
@@ -175,8 +190,8 @@ impl DaemonConfig {
     }
 
     /// Sets one dotted key from its text form.
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), String> {
-        let num = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("not a count: {e}"));
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), ValueError> {
+        let num = |v: &str| v.trim().parse::<usize>().map_err(ValueError::NotACount);
         match key {
             "listen" => self.listen = v.into(),
             "engine.backend" => self.engine.backend = v.into(),
@@ -188,7 +203,7 @@ impl DaemonConfig {
                 self.engine.verify = match v.trim().to_ascii_lowercase().as_str() {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" => false,
-                    _ => return Err("want true or false".into()),
+                    _ => return Err(ValueError::NotABool),
                 }
             }
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
@@ -197,7 +212,7 @@ impl DaemonConfig {
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
-            _ => return Err(format!("unknown key {key}")),
+            _ => return Err(ValueError::UnknownKey(key.to_string())),
         }
         Ok(())
     }
@@ -253,11 +268,11 @@ impl DaemonConfig {
 }
 
 /// "24GiB", "512MiB", "64KiB", "1.5GiB", "1000000" (bytes); also kB/MB/GB (decimal).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, ValueError> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a byte size like 24GiB"))?;
+    let n: f64 = num.parse().map_err(|_| ValueError::NotASize(s.to_string()))?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "kib" | "k" => 1024.0,
@@ -268,7 +283,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        u => return Err(format!("{s:?}: unknown unit {u:?}")),
+        u => return Err(ValueError::UnknownUnit { text: s.to_string(), unit: u.to_string() }),
     };
     Ok((n * mult) as u64)
 }

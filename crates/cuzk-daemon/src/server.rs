@@ -98,7 +98,7 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     let engine = Engine::start(ecfg).map_err(DaemonError::Engine)?;
     let jobs = Jobs::new(engine, JobsConfig { max_in_flight, retain: cfg.jobs.retain, verify: cfg.engine.verify }, kinds);
     let service = Service::new(jobs, names);
-    let max = parse_bytes(&cfg.jobs.max_request).map_err(DaemonError::Config)? as usize;
+    let max = parse_bytes(&cfg.jobs.max_request).map_err(|e| DaemonError::Config(format!("jobs.max_request: {e}")))? as usize;
     let grpc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
     let (tx, rx) = oneshot::channel::<()>();
     let jobs = service.jobs().clone();
