@@ -5,8 +5,7 @@
 //! lookup, so this crate reads no environment) and calls [`Settings::apply`] once, early.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 
 use crate::{Error, Result};
 
@@ -28,8 +27,6 @@ pub struct Settings {
     pub pce_cache_dir: PathBuf,
 }
 
-static PCE_DIR: OnceLock<PathBuf> = OnceLock::new();
-
 impl Settings {
     /// The settings a process with these variables gets: each directory from its variable,
     /// else under `$XDG_CACHE_HOME/cuzk` (or `$HOME/.cache/cuzk`, or the temp directory).
@@ -50,8 +47,8 @@ impl Settings {
     }
 
     /// Hands the directories to filecoin-proofs (through the variables it reads, set before
-    /// any of its code runs), checks that it agrees, creates the parameter directory and
-    /// fixes the PCE cache directory for this process. Returns the parameter directory.
+    /// any of its code runs), checks that it agrees and creates the parameter directory. Returns it. (The PCE
+    /// cache directory travels in the kinds built from these settings.)
     pub fn apply(&self) -> Result<PathBuf> {
         std::env::set_var(PARENTS_VAR, &self.parent_cache_dir);
         std::env::set_var(PARAMS_VAR, &self.parameter_dir);
@@ -64,14 +61,6 @@ impl Settings {
             )));
         }
         std::fs::create_dir_all(&actual).map_err(|e| Error::io(&actual, e))?;
-        let pce = PCE_DIR.get_or_init(|| self.pce_cache_dir.clone());
-        if pce != &self.pce_cache_dir {
-            return Err(Error::Invalid(format!(
-                "the PCE cache is already {} in this process; asked for {}",
-                pce.display(),
-                self.pce_cache_dir.display()
-            )));
-        }
         Ok(actual)
     }
 
@@ -79,12 +68,6 @@ impl Settings {
     pub fn apply_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
         Settings::from_vars(var).apply()
     }
-}
-
-/// The PCE cache directory this process was configured with (a temp-directory fallback when
-/// nothing applied settings, so a library user is never refused).
-pub fn pce_cache_dir() -> &'static Path {
-    PCE_DIR.get_or_init(|| std::env::temp_dir().join("cuzk-pce"))
 }
 
 #[cfg(test)]

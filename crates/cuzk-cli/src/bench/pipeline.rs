@@ -172,7 +172,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         }
         println!("{}: SYNTHETIC C1 (random contents; proofs are not verified)", a.c1.display());
     }
-    let c1 = Arc::new(c1);
+    let input = Arc::new(PorepInput { c1, identity: id });
+    let (c1, id) = (&input.c1, input.identity);
     let rss_c1 = mark("after C1 load");
     let rp = c1.registered_proof;
     let params = kinds().porep.shared_params(rp, &StageTracer::new())?;
@@ -186,8 +187,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
                 .map(|_| {
                     s.spawn(|| -> Result<()> {
                         while next.fetch_add(1, Ordering::Relaxed) < a.num_proofs {
-                            let proof = reference_prover::prove(&c1, &id, &params, &StageTracer::new())?;
-                            verify::ensure_valid(&c1, &id, &proof)?;
+                            let proof = reference_prover::prove(c1, &id, &params, &StageTracer::new())?;
+                            verify::ensure_valid(c1, &id, &proof)?;
                         }
                         Ok(())
                     })
@@ -229,7 +230,6 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     cfg.trace = Some(trace.clone());
     let engine = Engine::start(cfg)?;
     let opts = JobOptions { verify: !a.no_verify, ..JobOptions::default() };
-    let input = Arc::new(PorepInput { c1: Arc::unwrap_or_clone(c1.clone()), identity: id });
     let job = |opts: JobOptions| kinds().porep.job(input.clone(), opts);
     let warmup = a.warmup.unwrap_or(a.jobs + 2);
     let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use cuzk_core::mem;
 
@@ -33,11 +33,11 @@ pub fn run(p: PceCmd) -> Result<ExitCode> {
     let (c1, _) = load_input(&c1, &sector)?;
     let rp = c1.registered_proof;
     let kind = &kinds().porep;
-    let id = kind.id_of(rp);
+    let id = cuzk_pipeline::ProofKind::circuit_id(kind.as_ref(), &rp);
     let path = cuzk_pipeline::resources::pce_cache_path(cuzk_pipeline::ProofKind::pce_cache_dir(kind.as_ref()), &id);
-    let (pce, outcome) = cuzk_pce::cache::load_or_build(&path, &id.identity, || {
-        cuzk_filecoin::porep::pce::extract(rp).map_err(|e| cuzk_pce::PceError::Circuit(std::sync::Arc::new(e)))
-    })?;
+    // A fresh process: the PCE comes from the cache file or is extracted (and cached) now.
+    let (pce, outcome) = kind.shared_pce(rp)?;
+    let outcome = outcome.context("the PCE was already resident in this process")?;
     let t = std::time::Instant::now();
     cuzk_pce::cache::load(&path, &id.identity).map_err(|r| anyhow::anyhow!("{}: cache just written is unusable: {r}", path.display()))?;
     let load_s = t.elapsed().as_secs_f64();

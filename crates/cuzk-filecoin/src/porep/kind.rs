@@ -77,19 +77,14 @@ impl PorepC2 {
         Ok(resources::shared_params(self, &rp, tracer)?)
     }
 
-    /// The id of `rp`'s circuit (what the registries and caches are keyed on).
-    pub fn id_of(&self, rp: RegisteredSealProof) -> CircuitId {
-        self.circuit_id(&rp)
-    }
-
     /// What of `rp`'s circuit is resident in this process: (PCE, parameters).
     pub fn resident(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
-        resources::resident(&self.id_of(rp))
+        resources::resident(&self.circuit_id(&rp))
     }
 
     /// Drops this process's copies of `rp`'s PCE and parameters.
     pub fn evict(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
-        resources::evict(&self.id_of(rp))
+        resources::evict(&self.circuit_id(&rp))
     }
 
     /// Loads `rp`'s parameters and PCE if they are not resident; true if both already were.
