@@ -5,6 +5,35 @@
 //! [`profile`] times the same pass by namespace; [`sha256`] computes the SHA-256 gadget's
 //! assignments on machine words, for circuit families that walk their own allocation sequence
 //! natively. It knows no circuit family (those live above the generic layers).
+//!
+//! # Example
+//!
+//! The witness of a circuit proving knowledge of a square root: `y = x²` with `y` public.
+//!
+//! ```
+//! use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+//! use blstrs::Scalar;
+//! use ff::Field;
+//!
+//! struct Square(Scalar);
+//!
+//! impl Circuit<Scalar> for Square {
+//!     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+//!         let x = cs.alloc(|| "x", || Ok(self.0))?;
+//!         let y = cs.alloc_input(|| "y", || Ok(self.0.square()))?;
+//!         cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! // The counts (here 2 inputs, 1 aux) only pre-size the vectors; a PCE supplies them.
+//! let w = cuzk_witness::witness(Square(Scalar::from(3u64)), 2, 1)?;
+//! assert_eq!(w.inputs, vec![Scalar::ONE, Scalar::from(9u64)]);
+//! assert_eq!(w.aux, vec![Scalar::from(3u64)]);
+//! # Ok::<(), SynthesisError>(())
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod profile;
 pub mod sha256;
@@ -16,7 +45,9 @@ use ff::Field;
 /// The assignments of one circuit, in allocation order. `inputs[0]` is the constant ONE.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WitnessCs {
+    /// The public-input assignments in `alloc_input` order, starting with ONE at index 0.
     pub inputs: Vec<Scalar>,
+    /// The auxiliary (private) assignments in `alloc` order.
     pub aux: Vec<Scalar>,
 }
 

@@ -25,6 +25,7 @@ struct Node {
 
 /// A witness-computing constraint system that times its namespaces.
 pub struct ProfileCs {
+    /// The assignments computed so far, identical to what a plain [`WitnessCs`] would hold.
     pub w: WitnessCs,
     nodes: Vec<Node>,
     stack: Vec<usize>,
@@ -35,12 +36,18 @@ pub struct ProfileCs {
 /// One namespace path of the profile.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    /// The namespace names from the root joined by `/`, digit runs collapsed to `#`;
+    /// `(circuit)` for the root.
     pub path: String,
+    /// How many namespaces deep the path is (0 for the root).
     pub depth: usize,
     /// Time inside this namespace, children included.
     pub seconds: f64,
+    /// Time inside this namespace itself, children excluded.
     pub self_seconds: f64,
+    /// Variables (inputs and aux) allocated in this namespace, children included.
     pub allocs: u64,
+    /// Constraints enforced in this namespace, children included.
     pub constraints: u64,
 }
 

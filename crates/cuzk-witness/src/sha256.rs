@@ -14,12 +14,17 @@ use ff::Field;
 /// `value` is the bit's logical value (for a negation: the negated one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bit {
+    /// The bit's logical value.
     pub value: bool,
+    /// Whether the bit is a constant (`Boolean::Constant`), which the circuit never allocates.
     pub constant: bool,
+    /// Whether the bit is a negated view (`Boolean::Not`) of an allocated bit; always false
+    /// for a constant.
     pub negated: bool,
 }
 
 impl Bit {
+    /// A constant bit (`Boolean::Constant`).
     pub const fn constant(value: bool) -> Bit {
         Bit { value, constant: true, negated: false }
     }
@@ -67,10 +72,12 @@ pub struct Word {
 }
 
 impl Word {
+    /// A word of 32 constant bits (`UInt32::constant`).
     pub fn constant(value: u32) -> Word {
         Word { value, cons: u32::MAX, neg: 0 }
     }
 
+    /// The word's logical value.
     pub fn value(&self) -> u32 {
         self.value
     }
