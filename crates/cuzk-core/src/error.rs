@@ -12,13 +12,20 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file (or directory) the operation was on.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// A Groth16 parameter or verifying-key file is missing, truncated or malformed.
     #[error("{}: {reason}", path.display())]
-    Params { path: PathBuf, reason: String },
+    Params {
+        /// The parameter or verifying-key file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Loaded parameters that do not belong to the circuit being proved.
     #[error("Groth16 parameters: {0}")]
     ParamLayout(String),

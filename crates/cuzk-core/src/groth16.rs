@@ -39,7 +39,9 @@ pub struct Densities<'a> {
 pub struct Witness<'a> {
     /// Input assignment, ONE first.
     pub inputs: &'a [Scalar],
+    /// Aux assignment, in allocation order.
     pub aux: &'a [Scalar],
+    /// Where a, b and c come from.
     pub evals: Evals<'a>,
 }
 
@@ -48,7 +50,14 @@ pub struct Witness<'a> {
 pub enum Evals<'a> {
     /// A·w, B·w, C·w per constraint, already computed (consumed: the quotient reuses their
     /// memory).
-    Host { a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar> },
+    Host {
+        /// A·w.
+        a: Vec<Scalar>,
+        /// B·w.
+        b: Vec<Scalar>,
+        /// C·w.
+        c: Vec<Scalar>,
+    },
     /// The matrices: the backend evaluates them on the witness itself (on a device backend,
     /// where the quotient needs them, so only the witness travels).
     Matrices(Matrices<'a>),
@@ -76,12 +85,19 @@ pub enum MsmMode {
 pub struct ProveTimings {
     /// The backend's mat-vec (zero when a, b, c came computed).
     pub matvec: Duration,
+    /// The quotient H's NTTs.
     pub quotient: Duration,
+    /// The H MSM (G1, over the domain minus one bases).
     pub msm_h: Duration,
+    /// The L MSM (G1, over every aux value).
     pub msm_l: Duration,
+    /// The A MSM (G1, over the inputs and the A-dense aux).
     pub msm_a: Duration,
+    /// The B MSM in G1 (over the B-dense inputs and aux).
     pub msm_b_g1: Duration,
+    /// The B MSM in G2 (over the B-dense inputs and aux).
     pub msm_b_g2: Duration,
+    /// Assembling the proof's three points from the MSM results, r and s.
     pub assembly: Duration,
     /// The proof's wall time. Below the sum of the rows when the H step ran beside the other
     /// MSMs ([`Backend::overlap_h`]): their rows then include the wait for the device.
@@ -111,6 +127,7 @@ impl ProveTimings {
         ]
     }
 
+    /// Adds `o`'s rows (and wall time) to this one's, for totals over several proofs.
     pub fn add(&mut self, o: &ProveTimings) {
         self.matvec += o.matvec;
         self.quotient += o.quotient;

@@ -24,6 +24,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl<T> Registry<T> {
+    /// An empty registry (`const`, so it can be a `static`).
     pub const fn new() -> Self {
         Registry { slots: Mutex::new(None) }
     }

@@ -12,14 +12,18 @@ use rand_chacha::ChaCha8Rng;
 /// A random circuit; the same seed gives the same circuit and witness.
 #[derive(Clone, Debug)]
 pub struct RandomCircuit {
+    /// Seeds the circuit's structure and values.
     pub seed: u64,
+    /// The most variables, ONE included; each constraint allocates one new variable until there are this many.
     pub vars: usize,
+    /// The number of constraints.
     pub constraints: usize,
     /// Probability that a new variable is an input.
     pub input_rate: f64,
 }
 
 impl RandomCircuit {
+    /// A circuit with one input in five on average.
     pub fn new(seed: u64, vars: usize, constraints: usize) -> Self {
         RandomCircuit { seed, vars, constraints, input_rate: 0.2 }
     }
@@ -76,7 +80,9 @@ impl Circuit<Scalar> for RandomCircuit {
 /// earlier variables with a new aux `y`. Inputs are interleaved with the constraints.
 #[derive(Clone, Debug)]
 pub struct SatisfiedCircuit {
+    /// Seeds the circuit's structure and values.
     pub seed: u64,
+    /// Steps; each allocates two variables and enforces two constraints.
     pub steps: usize,
 }
 

@@ -32,7 +32,9 @@ pub enum Scale {
 /// The outcome of one case.
 #[derive(Clone, Debug)]
 pub struct CaseResult {
+    /// The case's name, as the report prints it.
     pub name: String,
+    /// Wall time of the case in seconds.
     pub seconds: f64,
     /// `None` when it passed, else what differed.
     pub failure: Option<String>,

@@ -23,6 +23,7 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
+    /// A CPU backend with no NTT domains built yet (each size is built on first use and kept).
     pub fn new() -> Self {
         Self::default()
     }

@@ -29,8 +29,11 @@ pub enum FaultKind {
 /// (from 0, in the order the wrapped backend sees them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultPlan {
+    /// What the fault does.
     pub kind: FaultKind,
+    /// How many proving calls pass untouched before the first fault.
     pub skip: u64,
+    /// How many consecutive calls the fault hits (`u64::MAX` for all of them).
     pub times: u64,
 }
 

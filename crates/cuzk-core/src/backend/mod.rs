@@ -83,6 +83,7 @@ pub enum BackendError {
     Device(String),
 }
 
+/// Result of a backend call.
 pub type BackendResult<T> = std::result::Result<T, BackendError>;
 
 /// The direction and domain of one transform.
@@ -318,6 +319,7 @@ pub fn gather<P: Copy + Send + Sync>(bases: &[P], scalars: &[Scalar], indices: &
     indices.par_iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip()
 }
 
+/// Checks that an MSM has as many scalars as bases ([`BackendError::Input`] otherwise).
 pub fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
     if bases != scalars {
         return Err(BackendError::Input(format!("MSM over {bases} bases and {scalars} scalars")));
@@ -333,8 +335,11 @@ pub fn identity<P: MsmPoint>() -> P::Curve {
 /// One row of a backend scaling run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ScalingRow {
+    /// The operation timed (`msm g1`, `msm g2 (n/4)`, `ntt`, `coset intt`).
     pub op: String,
+    /// The size of the run as a power of two.
     pub log_n: u32,
+    /// Wall time of the one call in seconds.
     pub seconds: f64,
 }
 

@@ -27,7 +27,9 @@ const SPAN: usize = 1 << 12;
 /// The powers of ω for one domain size.
 #[derive(Debug)]
 pub struct Domain {
+    /// The domain has 2^log_n elements.
     pub log_n: u32,
+    /// A primitive 2^log_n-th root of unity, the domain's generator.
     pub omega: Scalar,
     /// ω^j for j in 0..n/2.
     pub twiddles: Vec<Scalar>,
@@ -61,6 +63,7 @@ impl Domain {
         Ok(Domain { log_n, omega, twiddles, stage_twiddles })
     }
 
+    /// The number of elements, 2^log_n.
     pub fn size(&self) -> usize {
         1 << self.log_n
     }
@@ -110,6 +113,7 @@ pub struct DomainCache {
 }
 
 impl DomainCache {
+    /// The domain of size 2^log_n, built on the first request and shared afterwards; an error past [`MAX_LOG_N`].
     pub fn get(&self, log_n: u32) -> BackendResult<Arc<Domain>> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(d) = map.get(&log_n) {

@@ -14,6 +14,7 @@ pub struct Scheduled<'a> {
 }
 
 impl<'a> Scheduled<'a> {
+    /// Wraps `inner`, answering [`Backend::overlap_h`] with `overlap`.
     pub fn new(inner: &'a dyn Backend, overlap: bool) -> Self {
         Scheduled { inner, overlap }
     }

@@ -13,8 +13,9 @@ use rayon::prelude::*;
 
 use super::{BackendError, BackendResult};
 
-/// Coefficient-table slots with a fast path.
+/// Coefficient-table slot of 1 (its entries are added without a multiply).
 pub const COEFF_ONE: u16 = 0;
+/// Coefficient-table slot of −1 (its entries are subtracted without a multiply).
 pub const COEFF_MINUS_ONE: u16 = 1;
 
 /// One matrix in compressed-row form.
@@ -29,6 +30,7 @@ pub struct CsrView<'a> {
 }
 
 impl CsrView<'_> {
+    /// The number of rows (constraints).
     pub fn rows(&self) -> usize {
         self.row_ptr.len().saturating_sub(1)
     }
@@ -39,9 +41,13 @@ impl CsrView<'_> {
 pub struct Matrices<'a> {
     /// Inputs including ONE.
     pub num_inputs: usize,
+    /// Aux variables; their columns follow the inputs'.
     pub num_aux: usize,
+    /// A: row i is the left factor of constraint i, `(A·w)ᵢ · (B·w)ᵢ = (C·w)ᵢ`.
     pub a: CsrView<'a>,
+    /// B: row i is the right factor of constraint i.
     pub b: CsrView<'a>,
+    /// C: row i is the product side of constraint i.
     pub c: CsrView<'a>,
     /// Distinct coefficients; `coeffs[0] = 1`, `coeffs[1] = -1`.
     pub coeffs: &'a [Scalar],
@@ -50,8 +56,11 @@ pub struct Matrices<'a> {
 /// a = A·w, b = B·w, c = C·w, one value per constraint.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Evaluations {
+    /// A·w, one value per constraint.
     pub a: Vec<Scalar>,
+    /// B·w, one value per constraint.
     pub b: Vec<Scalar>,
+    /// C·w, one value per constraint.
     pub c: Vec<Scalar>,
 }
 
@@ -118,9 +127,11 @@ pub trait MatVec: Send + Sync {
 
 const ROW_BLOCK: usize = 4096;
 
-/// Witness-value kinds: zero, one, anything else.
+/// Kind of a witness value equal to zero (see [`value_kinds`]).
 pub const KIND_ZERO: u8 = 0;
+/// Kind of a witness value equal to one.
 pub const KIND_ONE: u8 = 1;
+/// Kind of any other witness value.
 pub const KIND_OTHER: u8 = 2;
 
 /// One byte per witness value (inputs, then aux).
@@ -208,13 +219,18 @@ pub fn evaluate_naive(m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> Evalua
 /// `table` values (1 and -1 first, so their fast paths are exercised).
 #[derive(Clone, Debug)]
 pub struct OwnedMatrices {
+    /// Inputs including ONE.
     pub num_inputs: usize,
+    /// Aux variables.
     pub num_aux: usize,
+    /// A, B and C as (row offsets, columns, coefficient indices), as in [`CsrView`].
     pub mats: [(Vec<u32>, Vec<u32>, Vec<u16>); 3],
+    /// The coefficient table; 1 and −1 first.
     pub coeffs: Vec<Scalar>,
 }
 
 impl OwnedMatrices {
+    /// Random matrices as described on [`OwnedMatrices`], the same for the same `rng` state.
     pub fn random(rng: &mut impl rand::Rng, num_inputs: usize, num_aux: usize, rows: usize, max_row: usize, table: usize) -> Self {
         let width = (num_inputs + num_aux) as u32;
         let mut coeffs = vec![Scalar::ONE, -Scalar::ONE];
@@ -235,6 +251,7 @@ impl OwnedMatrices {
         OwnedMatrices { num_inputs, num_aux, mats, coeffs }
     }
 
+    /// The matrices as a backend reads them.
     pub fn view(&self) -> Matrices<'_> {
         fn v(m: &(Vec<u32>, Vec<u32>, Vec<u16>)) -> CsrView<'_> {
             CsrView { row_ptr: &m.0, cols: &m.1, coeff_idx: &m.2 }
