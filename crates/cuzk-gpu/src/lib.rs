@@ -5,6 +5,37 @@
 //! back as typed errors. Built without feature `cuda` (the default, and what CI tests), the
 //! crate still compiles and [`open`] answers [`GpuError::NotBuilt`]; circuits and pipelines
 //! are not its business.
+//!
+//! # Example
+//!
+//! Proving on device 0 when this build has CUDA and the machine a device, else on the CPU:
+//! either backend computes the same transforms and MSMs behind `cuzk-core`'s traits.
+//!
+//! ```
+//! use cuzk_core::backend::cpu::CpuBackend;
+//! use cuzk_core::backend::{Backend, Ntt, NttKind};
+//! use cuzk_core::Scalar;
+//! use cuzk_gpu::GpuError;
+//!
+//! let backend: Box<dyn Backend> = match cuzk_gpu::open(0) {
+//!     Ok(gpu) => gpu,
+//!     Err(e) => {
+//!         eprintln!("proving on the CPU: {e}");
+//!         Box::new(CpuBackend::new())
+//!     }
+//! };
+//! if !cuzk_gpu::built_with_cuda() {
+//!     // The default build: no device is ever listed or opened.
+//!     assert!(matches!(cuzk_gpu::devices(), Err(GpuError::NotBuilt)));
+//!     assert_eq!(backend.name(), "cpu");
+//! }
+//! let data: Vec<Scalar> = (1..=8u64).map(Scalar::from).collect();
+//! let mut v = data.clone();
+//! backend.ntt(&mut v, NttKind::Forward)?;
+//! backend.ntt(&mut v, NttKind::Inverse)?;
+//! assert_eq!(v, data);
+//! # Ok::<(), cuzk_core::backend::BackendError>(())
+//! ```
 
 // sppark's own device table (select_gpu, all_gpus) is in its native library: keep the crate
 // linked although no Rust item of it is used.
@@ -21,21 +52,42 @@ use cuzk_core::backend::Backend;
 /// What can go wrong opening or using a GPU.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
+    /// This build has no CUDA backend (feature `cuda` was off).
     #[error("this cuzk was built without cuda (rebuild with `cargo xtask build --cuda`)")]
     NotBuilt,
+    /// The CUDA runtime found no device (or could not be asked: no driver); the runtime's
+    /// message.
     #[error("no CUDA device: {0}")]
     NoDevice(String),
+    /// The device index asked for is not below the number of devices present.
     #[error("CUDA device {device} does not exist ({count} present)")]
-    BadDevice { device: usize, count: usize },
+    BadDevice {
+        /// The index asked for.
+        device: usize,
+        /// How many devices the runtime reports.
+        count: usize,
+    },
+    /// A CUDA call failed.
     #[error("CUDA error {code} in {what}: {message}")]
-    Cuda { what: &'static str, code: i32, message: String },
+    Cuda {
+        /// The operation (the CUDA runtime call or cuzk kernel) that failed.
+        what: &'static str,
+        /// The CUDA error code (`cudaError_t`).
+        code: i32,
+        /// The runtime's description of the error.
+        message: String,
+    },
 }
 
 /// One CUDA device as the runtime reports it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DeviceInfo {
+    /// The CUDA device index, as [`open`] takes it.
     pub index: usize,
+    /// The device name with its compute capability and SM count, e.g.
+    /// `NVIDIA H200 (sm_90, 132 SMs)`.
     pub name: String,
+    /// Total device memory in bytes.
     pub memory_bytes: u64,
 }
 
@@ -44,7 +96,8 @@ pub const fn built_with_cuda() -> bool {
     cfg!(feature = "cuda")
 }
 
-/// The CUDA devices present (an error when there are none or the build has no CUDA).
+/// The CUDA devices present, in index order: [`GpuError::NotBuilt`] without CUDA,
+/// [`GpuError::NoDevice`] when the runtime reports none.
 pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
     #[cfg(feature = "cuda")]
     {
@@ -56,7 +109,8 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
     }
 }
 
-/// Opens the CUDA backend on `device`.
+/// Opens the CUDA backend on `device` (an index into [`devices`]): [`GpuError::NotBuilt`]
+/// without CUDA, [`GpuError::BadDevice`] for an index past the devices present.
 pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
     #[cfg(feature = "cuda")]
     {
@@ -69,7 +123,8 @@ pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
     }
 }
 
-/// Per-stage device times of the calls made so far (taken and reset), for benchmarks.
+/// Per-stage device times of the calls made so far as (stage, seconds), taken and reset, for
+/// benchmarks; always empty without CUDA.
 pub fn take_stage_log() -> Vec<(String, f64)> {
     #[cfg(feature = "cuda")]
     {
