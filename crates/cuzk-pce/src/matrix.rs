@@ -24,10 +24,12 @@ pub struct CsrMatrix {
 }
 
 impl CsrMatrix {
+    /// The number of rows (constraints).
     pub fn rows(&self) -> usize {
         self.row_ptr.len().saturating_sub(1)
     }
 
+    /// The number of stored entries (non-zero coefficients).
     pub fn nnz(&self) -> usize {
         self.cols.len()
     }
@@ -47,9 +49,13 @@ pub struct PreCompiledCircuit {
     pub num_constraints: usize,
     /// Inputs including ONE.
     pub num_inputs: usize,
+    /// Aux variables; their columns follow the inputs'.
     pub num_aux: usize,
+    /// A: row i is the left factor of constraint i, `(A·w)ᵢ · (B·w)ᵢ = (C·w)ᵢ`.
     pub a: CsrMatrix,
+    /// B: row i is the right factor of constraint i.
     pub b: CsrMatrix,
+    /// C: row i is the product side of constraint i.
     pub c: CsrMatrix,
     /// Distinct coefficients; `coeffs[0] = 1`, `coeffs[1] = -1`.
     #[serde(with = "scalar_vec")]
@@ -66,6 +72,7 @@ pub struct PreCompiledCircuit {
 pub use cuzk_core::bits::{bit, popcount};
 
 impl PreCompiledCircuit {
+    /// Stored entries of A, B and C together.
     pub fn nnz(&self) -> usize {
         self.a.nnz() + self.b.nnz() + self.c.nnz()
     }

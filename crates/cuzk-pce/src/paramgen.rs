@@ -27,12 +27,19 @@ use crate::{PceError, Result};
 /// The toxic waste of one parameter set, plus the two generators it multiplies.
 #[derive(Clone, Debug)]
 pub struct Secrets {
+    /// The G1 generator the secrets multiply (random, as bellperson draws it).
     pub g1: G1Projective,
+    /// The G2 generator the secrets multiply.
     pub g2: G2Projective,
+    /// α of the Groth16 setup.
     pub alpha: Scalar,
+    /// β of the Groth16 setup.
     pub beta: Scalar,
+    /// γ, dividing the public-input part of the verifying key (must be non-zero).
     pub gamma: Scalar,
+    /// δ, dividing the private part (must be non-zero).
     pub delta: Scalar,
+    /// τ, the point the QAP polynomials are evaluated at.
     pub tau: Scalar,
 }
 
@@ -55,18 +62,31 @@ impl Secrets {
 /// Sizes of a generated parameter set, for reporting.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct GenReport {
+    /// Constraints, the per-input rows included.
     pub constraints: usize,
+    /// Inputs, ONE included.
     pub inputs: usize,
+    /// Aux variables.
     pub aux: usize,
+    /// The evaluation domain's size (the constraints rounded up to a power of two).
     pub domain: usize,
+    /// Points of the H query (domain − 1).
     pub h: usize,
+    /// Points of the L query (one per aux).
     pub l: usize,
+    /// Points of the A query (non-zero ones only).
     pub a: usize,
+    /// Points of the B query in G1 (non-zero ones only).
     pub b_g1: usize,
+    /// Points of the B query in G2.
     pub b_g2: usize,
+    /// Seconds spent recording the circuit (zero when a PCE was given).
     pub synthesis_s: f64,
+    /// Seconds spent evaluating the QAP at τ.
     pub evaluation_s: f64,
+    /// Seconds spent making the G1 points.
     pub g1_s: f64,
+    /// Seconds spent making the G2 points.
     pub g2_s: f64,
 }
 

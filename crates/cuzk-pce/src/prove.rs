@@ -57,7 +57,9 @@ impl MatVecPlace {
 /// How to prove.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
+    /// How the aux MSMs are computed.
     pub mode: MsmMode,
+    /// Where the mat-vec runs.
     pub matvec: MatVecPlace,
     /// Fixed (r, s) per partition (for reproducible proofs); `None` draws fresh ones.
     pub randomness: Option<Vec<(Scalar, Scalar)>>,
@@ -66,12 +68,16 @@ pub struct Options {
 /// Where the time of the new path went, summed over partitions.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Timings {
+    /// Witness synthesis.
     pub witness: Duration,
+    /// The mat-vecs, on the host or in the backend.
     pub matvec: Duration,
+    /// The Groth16 prover's own stages.
     pub prover: ProveTimings,
 }
 
 impl Timings {
+    /// Witness, mat-vec and prover time together, the prover's mat-vec not counted twice.
     pub fn total(&self) -> Duration {
         // The prover's own mat-vec time is already in `matvec`.
         self.witness + self.matvec + self.prover.total().saturating_sub(self.prover.matvec)

@@ -14,11 +14,17 @@ use crate::matrix::Evaluations;
 /// Assignments, evaluations and densities of one full synthesis.
 #[derive(Clone, Debug, Default)]
 pub struct FullSynthesis {
+    /// Input assignments, ONE first.
     pub inputs: Vec<Scalar>,
+    /// Aux assignments.
     pub aux: Vec<Scalar>,
+    /// A·w, B·w and C·w per constraint, the per-input rows included.
     pub eval: Evaluations,
+    /// Per aux variable: whether it occurs in A.
     pub a_aux_density: Vec<bool>,
+    /// Per input: whether it occurs in B.
     pub b_input_density: Vec<bool>,
+    /// Per aux variable: whether it occurs in B.
     pub b_aux_density: Vec<bool>,
 }
 

@@ -87,20 +87,28 @@ pub fn checked_witness<C: bellperson::Circuit<Scalar>>(circuit: C, pce: &PreComp
 /// Mismatch counts between the new path (witness + PCE) and the old path for one circuit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Mismatches {
+    /// Constraints whose A·w differs.
     pub a: usize,
+    /// Constraints whose B·w differs.
     pub b: usize,
+    /// Constraints whose C·w differs.
     pub c: usize,
+    /// Input assignments that differ.
     pub input: usize,
+    /// Aux assignments that differ.
     pub aux: usize,
+    /// Density bits that differ, over the three bitmaps.
     pub density: usize,
 }
 
 impl Mismatches {
+    /// All mismatches together (zero when the new path agrees).
     pub fn total(&self) -> usize {
         self.a + self.b + self.c + self.input + self.aux + self.density
     }
 }
 
+/// Positions where two vectors differ, plus the difference of their lengths.
 pub fn diff(x: &[Scalar], y: &[Scalar]) -> usize {
     x.iter().zip(y).filter(|(a, b)| a != b).count() + x.len().abs_diff(y.len())
 }
