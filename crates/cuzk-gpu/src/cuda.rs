@@ -6,7 +6,7 @@
 //! Small inputs go to the CPU backend, where a launch costs more than the work. Calls on one
 //! device are serialised (sppark's batched-addition kernel keeps a per-device counter).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -18,6 +18,7 @@ use cuzk_core::backend::{
 use ff::{Field, PrimeField};
 
 use crate::ffi::{self, Handle};
+use crate::lock::DeviceLock;
 use crate::{DeviceInfo, GpuError};
 
 /// Below this many points an MSM runs on the CPU.
@@ -29,14 +30,14 @@ const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
 const MATVEC_CPU_BELOW: usize = 1 << 10;
 
-static LOG: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+static LOG: DeviceLock<Vec<(String, f64)>> = DeviceLock::new(Vec::new());
 
 fn log(stage: impl Into<String>, seconds: f64) {
-    LOG.lock().unwrap().push((stage.into(), seconds));
+    LOG.lock().push((stage.into(), seconds));
 }
 
 pub(crate) fn take_log() -> Vec<(String, f64)> {
-    std::mem::take(&mut *LOG.lock().unwrap())
+    std::mem::take(&mut *LOG.lock())
 }
 
 fn call(what: &'static str, f: impl FnOnce(*mut u8, usize) -> i32) -> Result<(), GpuError> {
@@ -266,13 +267,14 @@ pub struct CudaBackend {
     dev: i32,
     name: String,
     cpu: CpuBackend,
-    resident: Mutex<Vec<Arc<Resident>>>,
+    resident: DeviceLock<Vec<Arc<Resident>>>,
     /// The matrices of the last circuit evaluated on the device.
-    pce: Mutex<Option<Arc<ResidentPce>>>,
-    /// Serialises device calls.
-    lock: Mutex<()>,
+    pce: DeviceLock<Option<Arc<ResidentPce>>>,
+    /// Serialises device calls; a panic under it makes the next holder forget the resident
+    /// bases and matrices ([`CudaBackend::device`]).
+    lock: DeviceLock<()>,
     /// Pinned staging buffers not in use.
-    staging: Mutex<Vec<Staging>>,
+    staging: DeviceLock<Vec<Staging>>,
     /// Set once pinned allocation failed: uploads then go from pageable memory.
     no_pinned: std::sync::atomic::AtomicBool,
 }
@@ -292,18 +294,38 @@ impl CudaBackend {
             dev: device as i32,
             name: format!("cuda:{device} {}", info.name),
             cpu: CpuBackend::new(),
-            resident: Mutex::new(Vec::new()),
-            pce: Mutex::new(None),
-            lock: Mutex::new(()),
-            staging: Mutex::new(Vec::new()),
+            resident: DeviceLock::new(Vec::new()),
+            pce: DeviceLock::new(None),
+            lock: DeviceLock::new(()),
+            staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The device lock. After a panic under it, what is resident may not be what the cache
+    /// says (an upload or a kernel stopped half-way), so the bases and matrices are forgotten
+    /// and uploaded again on next use; the device keeps serving.
+    fn device(&self) -> MutexGuard<'_, ()> {
+        self.lock.lock_or_reset(|_| {
+            self.resident_cache().clear();
+            *self.pce_slot() = None;
+        })
+    }
+
+    /// The resident bases, emptied when a holder panicked mid-update.
+    fn resident_cache(&self) -> MutexGuard<'_, Vec<Arc<Resident>>> {
+        self.resident.lock_or_reset(|cache| cache.clear())
+    }
+
+    /// The resident matrices, forgotten when a holder panicked mid-upload.
+    fn pce_slot(&self) -> MutexGuard<'_, Option<Arc<ResidentPce>>> {
+        self.pce.lock_or_reset(|slot| *slot = None)
     }
 
     /// The resident copy of `bases`, uploading it on first use.
     fn resident<P: GpuCurve>(&self, bases: &[P]) -> BackendResult<Arc<Resident>> {
         let (ptr, len, fp) = (bases.as_ptr() as usize, bases.len(), fingerprint(bases));
-        let mut cache = self.resident.lock().unwrap();
+        let mut cache = self.resident_cache();
         if let Some(r) = cache.iter().find(|r| r.tag == P::TAG && r.ptr == ptr && r.len == len && r.fingerprint == fp) {
             return Ok(r.clone());
         }
@@ -346,12 +368,12 @@ impl CudaBackend {
         let t;
         if keep && n >= RESIDENT_FROM {
             let r = self.resident(bases)?;
-            let _g = self.lock.lock().unwrap();
+            let _g = self.device();
             t = Instant::now();
             // SAFETY: n scalars, n resident bases, one output point.
             call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
         } else {
-            let _g = self.lock.lock().unwrap();
+            let _g = self.device();
             t = Instant::now();
             // SAFETY: n bases and n scalars in host memory.
             call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) }).map_err(dev_err)?;
@@ -381,7 +403,7 @@ impl CudaBackend {
         let mut out = P::RawProj::default();
         let t;
         {
-            let _g = self.lock.lock().unwrap();
+            let _g = self.device();
             t = Instant::now();
             // SAFETY: the map covers the resident bases.
             call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) }).map_err(dev_err)?;
@@ -395,7 +417,7 @@ impl CudaBackend {
     fn take_staging(&self, count: usize) -> Option<Staging> {
         use std::sync::atomic::Ordering;
         let bytes = count * std::mem::size_of::<Scalar>();
-        let mut pool = self.staging.lock().unwrap();
+        let mut pool = self.staging.lock();
         if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
             return Some(pool.swap_remove(i));
         }
@@ -442,7 +464,7 @@ impl CudaBackend {
             }
             None => (a, b, c),
         };
-        let _g = self.lock.lock().unwrap();
+        let _g = self.device();
         let zinv = zinv(n)?;
         let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
@@ -476,7 +498,7 @@ impl CudaBackend {
         log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
         drop(_g);
         if let Some(s) = staging {
-            self.staging.lock().unwrap().push(s);
+            self.staging.lock().push(s);
         }
         Ok(keep)
     }
@@ -503,7 +525,7 @@ impl CudaBackend {
     /// first use; a new circuit topology replaces the old one.
     fn resident_pce(&self, m: &Matrices) -> BackendResult<Arc<ResidentPce>> {
         let key = pce_key(m);
-        let mut slot = self.pce.lock().unwrap();
+        let mut slot = self.pce_slot();
         if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
             return Ok(r.clone());
         }
@@ -537,7 +559,7 @@ impl CudaBackend {
         };
         if let Err(e) = attempt() {
             tracing::warn!(error = %e, "matrix upload failed; evicting resident bases and retrying");
-            self.resident.lock().unwrap().clear();
+            self.resident_cache().clear();
             attempt().map_err(dev_err)?;
         }
         let nnz = m.a.cols.len() + m.b.cols.len() + m.c.cols.len();
@@ -565,14 +587,14 @@ impl CudaBackend {
 
     fn give_back(&self, s: Option<Staging>) {
         if let Some(s) = s {
-            self.staging.lock().unwrap().push(s);
+            self.staging.lock().push(s);
         }
     }
 
     /// The H MSM over H left on the device by the quotient (freed here).
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
         let mut out = blst::blst_p1::default();
-        let _g = self.lock.lock().unwrap();
+        let _g = self.device();
         let t = Instant::now();
         // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
         call("msm h (device scalars)", |m, c| unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, d_h.1, count, &mut out, m, c) })
@@ -598,7 +620,7 @@ impl MatVec for CudaBackend {
         let (mut a, mut b, mut c) = (Vec::with_capacity(cap), Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut ms = [0f64; ffi::MATVEC_STAGES + 1];
         {
-            let _g = self.lock.lock().unwrap();
+            let _g = self.device();
             let p = |v: &mut Vec<Scalar>| v.as_mut_ptr() as *mut blst::blst_fr;
             // SAFETY: w holds inputs + aux scalars; a, b, c have room for `rows` values each.
             call("mat-vec", |msg, cap| unsafe {
@@ -665,7 +687,7 @@ impl Ntt for CudaBackend {
             return self.cpu.ntt(data, kind);
         }
         let t = Instant::now();
-        let _g = self.lock.lock().unwrap();
+        let _g = self.device();
         // SAFETY: n = 2^lg values in place.
         call("ntt", |m, c| unsafe {
             ffi::cuzk_ntt(self.dev, data.as_mut_ptr() as *mut blst::blst_fr, n.trailing_zeros(), kind_code(kind), m, c)
@@ -751,7 +773,7 @@ impl Backend for CudaBackend {
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
-            let _g = self.lock.lock().unwrap();
+            let _g = self.device();
             // SAFETY: w holds inputs + aux scalars; ms has one slot per stage.
             call("mat-vec + quotient", |msg, cap| unsafe {
                 ffi::cuzk_matvec_quotient(

@@ -4,7 +4,8 @@
 //! quotient computed with a, b and c resident through every transform. CUDA failures come
 //! back as typed errors. Built without feature `cuda` (the default, and what CI tests), the
 //! crate still compiles and [`open`] answers [`GpuError::NotBuilt`]; circuits and pipelines
-//! are not its business.
+//! are not its business. Its locks ([`lock::DeviceLock`]) survive a panicked holder, so a
+//! panic during one proof never disables the device for the next.
 //!
 //! # Example
 //!
@@ -46,6 +47,9 @@ extern crate sppark;
 mod cuda;
 #[cfg(feature = "cuda")]
 mod ffi;
+pub mod lock;
+
+pub use lock::DeviceLock;
 
 use cuzk_core::backend::Backend;
 

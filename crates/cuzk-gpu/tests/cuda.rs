@@ -1,16 +1,25 @@
 //! The CUDA backend against the shared conformance suite (CPU references, naive sums and
-//! DFTs). Needs a build with feature `cuda` and a device: elsewhere it prints why it is
-//! SKIPPED and checks that opening the backend fails with the matching typed error.
+//! DFTs). Needs a build with feature `cuda` and a device: elsewhere it passes, checks that
+//! opening the backend fails with the matching typed error, and says that it was SKIPPED and
+//! why in the test output itself (written to stderr directly, so that libtest's capture of
+//! passing tests does not hide it).
+
+use std::io::Write;
 
 use cuzk_core::backend::conformance::{assert_passes, Scale};
 use cuzk_gpu::GpuError;
+
+/// A line that shows in `cargo test` output even for a passing test.
+fn say_skipped(test: &str, why: &GpuError) {
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} (the CUDA conformance suite did not run) ***");
+}
 
 #[test]
 fn cuda_backend_conformance_or_skipped() {
     match cuzk_gpu::open(0) {
         Ok(b) => assert_passes(b.as_ref(), 7, Scale::Quick),
         Err(e) => {
-            eprintln!("SKIPPED cuda_backend_conformance: {e}");
+            say_skipped("cuda_backend_conformance", &e);
             if cuzk_gpu::built_with_cuda() {
                 assert!(matches!(e, GpuError::NoDevice(_)), "with cuda built in, only a missing device may skip: {e}");
             } else {

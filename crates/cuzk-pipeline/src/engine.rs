@@ -5,8 +5,10 @@
 //! (assemble the partition proofs in order, verify, answer). The partition is the unit of
 //! work, so partitions of one proof and of the next flow through together. Any stage's error
 //! or panic fails that proof only (its later partitions are skipped, its budget returned);
-//! the other proofs go on; a device failure fails its partition too, or, under
-//! [`DeviceErrorPolicy::RetryOnCpu`], has it evaluated again and proved on the CPU. Dropping
+//! the other proofs go on; a device failure or a panic while proving fails its partition too,
+//! or, under [`DeviceErrorPolicy::RetryOnCpu`], has it evaluated again and proved on the CPU.
+//! Every stage runs the job's code under `catch_unwind`, so a panic is that job's failure
+//! (`PipelineError::Panic`), never the engine's. Dropping
 //! the engine (or [`Engine::shutdown`]) drains and joins.
 
 use std::collections::HashMap;
@@ -67,11 +69,12 @@ pub struct Device {
 /// What the prover does when its device fails on a partition.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum DeviceErrorPolicy {
-    /// The partition, and so its proof, fails with the device's error.
+    /// The partition, and so its proof, fails with the device's error (or its panic).
     #[default]
     Fail,
-    /// The partition is evaluated again and proved on the CPU backend (slow, but the proof
-    /// arrives); counted in [`Stats::retried_on_cpu`].
+    /// After a device error or a panic on the device, the partition is evaluated again and
+    /// proved on the CPU backend (slow, but the proof arrives); counted in
+    /// [`Stats::retried_on_cpu`].
     RetryOnCpu,
 }
 
@@ -273,7 +276,7 @@ pub struct Stats {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
     pub partitions_proved: AtomicU64,
-    /// Partitions whose device failed and that were proved again on the CPU.
+    /// Partitions whose device failed (or panicked) and that were proved again on the CPU.
     pub retried_on_cpu: AtomicU64,
 }
 
@@ -497,15 +500,16 @@ struct Prover {
 }
 
 impl Prover {
-    /// The partition's proof on the device, or (device failure under `RetryOnCpu`) on the CPU.
+    /// The partition's proof on the device, or (device failure or panic under `RetryOnCpu`)
+    /// on the CPU.
     fn prove(&self, trace: &Trace, lane: &str, c: &Carry, w: &WitnessCs, eval: Option<Evaluations>) -> Result<Proof<Bls12>, PipelineError> {
         let dev = &self.dev;
         let result = trace.record("prove", c.id, c.k, lane, &dev.name, || {
             guarded("prove", || prove_partition(dev.backend.as_ref(), c, w, eval, self.mode))
         });
         match (result, &self.fallback) {
-            (Err(PipelineError::Device(m)), Some(cpu)) => {
-                tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "device failed ({m}); proving this partition again on the CPU");
+            (Err(e), Some(cpu)) if retried_on_cpu(&e) => {
+                tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "{}; proving this partition again on the CPU", e.chain());
                 self.stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
                 trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{}", dev.name, self.index), "cpu", || {
                     guarded("prove", || {
@@ -517,6 +521,13 @@ impl Prover {
             (r, _) => r,
         }
     }
+}
+
+/// Whether `RetryOnCpu` proves a partition again after this prove-stage error: a device
+/// error, or a panic on the device (a panic is a fault of this partition, not of the process;
+/// the backend's locks survive it, see `cuzk_gpu::DeviceLock`).
+fn retried_on_cpu(e: &PipelineError) -> bool {
+    matches!(e, PipelineError::Device(_) | PipelineError::Panic { stage: "prove", .. })
 }
 
 /// Prove: the Groth16 proof of each partition on this thread's device.
