@@ -3,7 +3,7 @@
 //! coefficients), the counts and the density bitmaps the prover needs — so that every later
 //! proof of the same topology needs only a witness and three sparse mat-vecs instead of a full
 //! R1CS synthesis. It also owns the on-disk cache ([`cache`]), the reference full synthesis the results are checked against
-//! ([`reference`]), witnesses checked against and joined under a PCE ([`witness`]), one
+//! ([`reference`](mod@reference)), witnesses checked against and joined under a PCE ([`witness`]), one
 //! partition's mat-vec and proof ([`prove`]) and the fast test-parameter generator
 //! ([`paramgen`]). It knows no circuit family (Filecoin lives above it), no GPU and no
 //! pipeline.
