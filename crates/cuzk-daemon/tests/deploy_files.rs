@@ -5,10 +5,12 @@
 //!   with a comment directly above it: a new config key fails this test until it is documented;
 //! - `grafana-dashboard.json` is JSON, every metric its PromQL expressions (and its variables'
 //!   `label_values` queries) name is one that [`cuzk_daemon::metrics::render`] exports, and every
-//!   exported metric is shown by at least one panel.
+//!   exported metric is shown by at least one panel;
+//! - the systemd units and the example config agree (socket path, parameter directory, the stop
+//!   timeout against the daemon's drain grace).
 //!
 //! The JSON reader is a small strict one of our own (duplicate keys refused too), as this crate
-//! has no JSON dependency. The systemd unit is checked by `systemd-analyze verify`, not here
+//! has no JSON dependency. The units' syntax is checked by `systemd-analyze verify`, not here
 //! (docs/OPERATING.md records that check), so the suite needs no systemd.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -81,6 +83,36 @@ fn the_example_config_loads_and_sets_and_explains_every_key() {
     let comments = commented_keys(&text);
     let bare: Vec<_> = want.iter().filter(|k| comments.get(*k) != Some(&true)).collect();
     assert!(bare.is_empty(), "deploy/cuzk.example.toml: no comment right above {bare:?}");
+}
+
+/// The values of `key=` lines in a systemd unit file, in order.
+fn unit_values(unit: &str, key: &str) -> Vec<String> {
+    unit.lines().filter_map(|l| l.trim().strip_prefix(key).and_then(|r| r.strip_prefix('='))).map(|v| v.trim().to_string()).collect()
+}
+
+#[test]
+fn the_unit_the_metrics_exporter_and_the_example_config_agree() {
+    let cfg = DaemonConfig::load(Some(&deploy("cuzk.example.toml")), |_| None).unwrap();
+    let unit = read("cuzk.service");
+    let exporter = read("cuzk-metrics.service");
+    // The socket lives in the unit's RuntimeDirectory, and the exporter dials it.
+    let runtime = unit_values(&unit, "RuntimeDirectory");
+    assert_eq!(runtime, ["cuzk"], "cuzk.service: RuntimeDirectory");
+    assert!(cfg.listen.starts_with("unix:///run/cuzk/"), "the example listens on {} (not in RuntimeDirectory=/run/cuzk)", cfg.listen);
+    assert_eq!(
+        unit_values(&exporter, "Environment").iter().find_map(|e| e.strip_prefix("CUZK_ADDR=")),
+        Some(cfg.listen.as_str()),
+        "cuzk-metrics.service: CUZK_ADDR is not the example config's listen address"
+    );
+    // The unit starts the daemon with the config the example is installed as, and both units
+    // use the same parameter directory.
+    assert!(unit_values(&unit, "ExecStart").iter().any(|e| e.ends_with("daemon --config /etc/cuzk/cuzk.toml")), "cuzk.service: ExecStart");
+    let params = |u: &str| unit_values(u, "Environment").into_iter().find(|e| e.starts_with("FIL_PROOFS_PARAMETER_CACHE="));
+    assert!(params(&unit).is_some() && params(&unit) == params(&exporter), "FIL_PROOFS_PARAMETER_CACHE differs between the units");
+    // Draining: systemd must wait at least as long as the daemon's own grace period.
+    let stop = unit_values(&unit, "TimeoutStopSec");
+    let secs: u64 = stop.first().and_then(|v| v.strip_suffix("min")).and_then(|m| m.parse::<u64>().ok()).map(|m| m * 60).unwrap_or(0);
+    assert!(secs > cuzk_daemon::server::SHUTDOWN_GRACE.as_secs(), "TimeoutStopSec={stop:?} is not above the daemon's drain grace");
 }
 
 // ---------------------------------------------------------------------------------------------
