@@ -23,6 +23,7 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// A budget of `total` bytes, none held.
     pub fn new(total: u64) -> Self {
         Budget { inner: Arc::new((Mutex::new(State { total, in_use: 0, high_water: 0 }), Condvar::new())) }
     }
@@ -31,10 +32,12 @@ impl Budget {
         self.inner.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The whole budget in bytes.
     pub fn total(&self) -> u64 {
         self.state().total
     }
 
+    /// Bytes held by leases now.
     pub fn in_use(&self) -> u64 {
         self.state().in_use
     }
@@ -79,6 +82,7 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// Bytes this lease still holds.
     pub fn held(&self) -> u64 {
         self.held
     }

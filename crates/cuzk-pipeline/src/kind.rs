@@ -27,7 +27,9 @@ use crate::PipelineError;
 /// parameter set.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CircuitId {
+    /// Short readable name for file names, logs and metrics (e.g. `porep-32g`).
     pub name: String,
+    /// Everything the topology depends on; two circuits with equal identities must have equal constraint systems.
     pub identity: String,
 }
 

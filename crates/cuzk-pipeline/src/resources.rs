@@ -24,7 +24,9 @@ static PARAMS: Registry<Parameters<Bls12>> = Registry::new();
 /// What a circuit needs resident to prove: its PCE and its parameters.
 #[derive(Clone)]
 pub struct Resident {
+    /// The circuit's recorded constraint system.
     pub pce: Arc<PreCompiledCircuit>,
+    /// The circuit's Groth16 parameters.
     pub params: Arc<Parameters<Bls12>>,
 }
 

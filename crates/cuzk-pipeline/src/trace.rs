@@ -17,40 +17,56 @@ use serde::Serialize;
 /// One stage of one partition.
 #[derive(Clone, Debug, Serialize)]
 pub struct Event {
+    /// The stage's name, one of [`STAGES`].
     pub stage: &'static str,
+    /// The job (proof) id the engine gave the submission.
     pub proof: u64,
+    /// The partition's index within its proof (0 for the per-proof parse stage).
     pub partition: usize,
     /// The worker that ran it, e.g. `witness-1` or `prove-gpu0-0`.
     pub lane: String,
     /// The device for prover stages (`gpu0`, `cpu`), else empty.
     pub device: String,
+    /// Start in seconds since the trace began.
     pub start_s: f64,
+    /// End in seconds since the trace began.
     pub end_s: f64,
+    /// Process RSS in bytes when the stage ended.
     pub rss_end_bytes: u64,
 }
 
 /// One RSS sample.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Sample {
+    /// Seconds since the trace began.
     pub t_s: f64,
+    /// Process RSS in bytes.
     pub rss_bytes: u64,
 }
 
 /// A labelled instant (a phase boundary).
 #[derive(Clone, Debug, Serialize)]
 pub struct Mark {
+    /// Seconds since the trace began.
     pub t_s: f64,
+    /// What the instant marks.
     pub label: String,
+    /// Process RSS in bytes at the mark.
     pub rss_bytes: u64,
 }
 
 /// Totals of one stage.
 #[derive(Clone, Debug, Serialize)]
 pub struct StageSummary {
+    /// The stage's name.
     pub stage: &'static str,
+    /// How many times it ran.
     pub count: usize,
+    /// Seconds over all its runs.
     pub total_s: f64,
+    /// Mean seconds per run.
     pub mean_s: f64,
+    /// Seconds of the longest run.
     pub max_s: f64,
 }
 
@@ -80,6 +96,7 @@ fn push_capped<T>(v: &mut Vec<T>, item: T, cap: usize) {
 }
 
 impl Trace {
+    /// An unbounded trace starting now (no sampler running yet: see [`Trace::start_sampler`]).
     pub fn new() -> Arc<Trace> {
         Self::bounded(usize::MAX)
     }
@@ -136,6 +153,7 @@ impl Trace {
         lock(&self.samples).push(Sample { t_s: self.now(), rss_bytes: mem::snapshot().rss_bytes });
     }
 
+    /// Records a labelled instant with the RSS now, and returns it.
     pub fn mark(&self, label: impl Into<String>) -> Mark {
         let m = Mark { t_s: self.now(), label: label.into(), rss_bytes: mem::snapshot().rss_bytes };
         lock(&self.marks).push(m.clone());
@@ -160,6 +178,7 @@ impl Trace {
         out
     }
 
+    /// The retained stage events, oldest first.
     pub fn events(&self) -> Vec<Event> {
         lock(&self.events).clone()
     }
@@ -169,10 +188,12 @@ impl Trace {
         lock(&self.events).iter().filter(|e| e.proof == proof).cloned().collect()
     }
 
+    /// The retained RSS samples, oldest first.
     pub fn samples(&self) -> Vec<Sample> {
         lock(&self.samples).clone()
     }
 
+    /// Every mark, oldest first.
     pub fn marks(&self) -> Vec<Mark> {
         lock(&self.marks).clone()
     }
