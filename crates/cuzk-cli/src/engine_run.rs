@@ -2,12 +2,16 @@
 //! `demo`, `selftest`): the same job a daemon request or several `--c1` files become, on an
 //! engine with one device, and the engine's per-stage figures of that proof.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use cuzk_core::backend::Backend;
+use cuzk_core::progress::Progress;
+use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::PorepInput;
-use cuzk_pipeline::trace::{Event, StageSummary};
+use cuzk_pipeline::trace::{Event, StageSummary, Trace};
 use cuzk_pipeline::{Config, Device, Engine, JobOptions};
 
 /// A proof and where its time went.
@@ -24,10 +28,56 @@ pub fn prove_one(backend: Arc<dyn Backend>, input: Arc<PorepInput>, opts: JobOpt
     let mut cfg = Config::cpu(1, cuzk_pipeline::budget::default_budget());
     cfg.devices = vec![Device { name: backend.name().to_string(), backend }];
     let engine = Engine::start(cfg)?;
+    let watch = PartitionWatch::start(engine.trace().clone(), "proving", partitions_of(&input.c1));
     let out = engine.submit(crate::context::kinds().porep.job(input, opts))?.wait();
+    drop(watch);
     let events = engine.trace().events_of(out.id);
     let stages = engine.trace().stage_summaries(|e| e.proof == out.id);
     engine.shutdown();
     let proof = out.result.map_err(|e| anyhow::anyhow!(e.chain()))?;
     Ok(EngineRun { proof, verified: out.verified, stages, events })
+}
+
+/// The partitions a C1 is proved in.
+pub fn partitions_of(c1: &C1) -> u64 {
+    usize::from(c1.porep_config().partitions) as u64
+}
+
+/// Reports the partitions proved on an engine (its trace's `prove` events) as progress, from
+/// a thread polling the trace, until dropped.
+pub struct PartitionWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PartitionWatch {
+    /// Starts reporting `task`, out of `total` partitions.
+    pub fn start(trace: Arc<Trace>, task: &str, total: u64) -> PartitionWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, task) = (stop.clone(), task.to_string());
+        let thread = std::thread::Builder::new()
+            .name("cuzk-progress".into())
+            .spawn(move || {
+                let progress = Progress::start(task, "partitions", total);
+                loop {
+                    let done = flag.load(Ordering::Relaxed);
+                    progress.set(trace.events().iter().filter(|e| e.stage == "prove").count() as u64);
+                    if done {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+            .ok();
+        PartitionWatch { stop, thread }
+    }
+}
+
+impl Drop for PartitionWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

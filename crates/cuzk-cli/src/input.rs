@@ -9,7 +9,7 @@ use cuzk_core::atomic::write_atomically;
 use cuzk_core::mem::StageTracer;
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
-use cuzk_filecoin::porep::RegisteredSealProof;
+use cuzk_filecoin::porep::{PorepInput, RegisteredSealProof};
 use serde::Serialize;
 
 use crate::args::SectorArgs;
@@ -21,7 +21,9 @@ pub fn bundled_c1() -> Result<PathBuf> {
     candidates.iter().find(|p| p.exists()).cloned().with_context(|| format!("bundled fixture {} not found; pass --c1", rel.display()))
 }
 
-/// C1 plus the sector it is for, from the flags and the metadata file next to it.
+/// C1 plus the sector it is for, from the flags and the metadata file next to it, checked in
+/// full (shape, partitions, replica id) before any parameter file or cache is looked up, so an
+/// error names the input rather than a parameter file it led to.
 pub fn load_input(c1_path: &Path, s: &SectorArgs) -> Result<(C1, SectorIdentity)> {
     let meta_path = sector::meta_path_for(c1_path);
     let meta = if meta_path.exists() { Some(SectorMeta::load(&meta_path)?) } else { None };
@@ -37,7 +39,9 @@ pub fn load_input(c1_path: &Path, s: &SectorArgs) -> Result<(C1, SectorIdentity)
         miner_id: pick(s.miner_id, meta.as_ref().map(|m| m.miner_id), "miner-id")?,
         sector_number: pick(s.sector_number, meta.as_ref().map(|m| m.sector_number), "sector-number")?,
     };
-    Ok((c1, identity))
+    let input = PorepInput { c1, identity };
+    crate::context::kinds().porep.check(&input, false)?;
+    Ok((input.c1, input.identity))
 }
 
 /// The stage trace (stage, seconds, RSS, peak RSS) as JSON.

@@ -1,6 +1,6 @@
 //! The `cuzk` binary: argument parsing and output around the cuzk libraries. Every command
 //! prints one `error: ...` line naming the bad input and exits 2 on failure; `verify` exits 1
-//! for a proof that does not verify. Logs go to stderr through `tracing` (`RUST_LOG`).
+//! for a proof that does not verify. Logs and progress go to stderr ([`logging`]).
 //!
 //! This file only declares the command line and dispatches: each subcommand lives in its own
 //! module under [`cmd`], shared flags in [`args`], shared file handling in [`input`], the
@@ -18,14 +18,20 @@ mod cmd;
 mod context;
 mod engine_run;
 mod input;
+mod logging;
 
 /// cuzk: a Groth16 prover for Filecoin PoRep commit phase 2 (C1 output in, seal proof out).
 ///
 /// Parameters are read from FIL_PROOFS_PARAMETER_CACHE (default: ~/.cache/cuzk/filecoin-proof-parameters,
-/// never the production directory). RUST_LOG sets the log level (default: info).
+/// never the production directory). RUST_LOG sets the log filter (default: cuzk's crates at info,
+/// filecoin-proofs, storage-proofs and bellperson at warn). Long work shows progress on stderr.
 #[derive(Parser)]
 #[command(name = "cuzk", version, about, long_about = None)]
 struct Cli {
+    /// Log line format on stderr: text, or json (one object per line, with the proof's
+    /// request id in its spans) for log shippers.
+    #[arg(long, global = true, value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -58,14 +64,17 @@ enum Cmd {
     /// Serve cuzk.v1.ProvingEngine over gRPC (Curio's wire format) on a unix socket or TCP
     /// port; SIGTERM/SIGINT drain in-flight jobs and exit 0. See docs/DAEMON.md.
     Daemon(cmd::daemon::DaemonArgs),
+    /// Is this machine ready to prove? Checks the build, GPU and driver, parameter files
+    /// (official, test or damaged, against filecoin-proofs' parameters.json), PCE cache, disk
+    /// and memory for the sector sizes given; one line per check, exit 1 if any FAILs.
+    Doctor(cmd::doctor::DoctorArgs),
     /// Talk to a running daemon: prove, submit, await, status, cancel, metrics, preload, evict.
     Client(cmd::client::ClientArgs),
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -91,5 +100,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Selftest(a) => cmd::selftest::run(a),
         Cmd::Daemon(a) => cmd::daemon::run(a),
         Cmd::Client(a) => cmd::client::run(a),
+        Cmd::Doctor(a) => cmd::doctor::run(a),
     }
 }

@@ -11,6 +11,8 @@ use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rayon::prelude::*;
 
+use crate::progress::Progress;
+
 /// Projective curve types whose points can be normalised to affine in batches.
 pub trait BatchNormalize: Curve + Group<Scalar = Scalar> + Send + Sync
 where
@@ -170,23 +172,41 @@ where
         out
     }
 
+    /// As [`Self::batch_mul`], counting the points done on `progress`.
+    pub fn batch_mul_reporting(&self, scalars: &[Scalar], progress: &Progress) -> Vec<G::AffineRepr> {
+        let mut out = vec![G::AffineRepr::identity(); scalars.len()];
+        self.batch_mul_chunks(scalars, &mut out, Some(progress));
+        out
+    }
+
     /// As [`Self::batch_mul`], writing into `out` (same length as `scalars`).
     pub fn batch_mul_into(&self, scalars: &[Scalar], out: &mut [G::AffineRepr]) {
+        self.batch_mul_chunks(scalars, out, None)
+    }
+
+    fn batch_mul_chunks(&self, scalars: &[Scalar], out: &mut [G::AffineRepr], progress: Option<&Progress>) {
         assert_eq!(scalars.len(), out.len());
         scalars.par_chunks(CHUNK).zip(out.par_chunks_mut(CHUNK)).for_each(|(s, o)| {
-            let nonzero: Vec<usize> = (0..s.len()).filter(|&i| !bool::from(s[i].is_zero())).collect();
-            let proj: Vec<G> = nonzero.iter().map(|&i| self.mul(&s[i])).collect();
-            if nonzero.len() == s.len() {
-                G::normalize_batch(&proj, o);
-            } else {
-                let mut aff = vec![G::AffineRepr::identity(); proj.len()];
-                G::normalize_batch(&proj, &mut aff);
-                o.fill(G::AffineRepr::identity());
-                for (k, &i) in nonzero.iter().enumerate() {
-                    o[i] = aff[k];
-                }
+            self.mul_chunk(s, o);
+            if let Some(p) = progress {
+                p.advance(s.len() as u64);
             }
         });
+    }
+
+    fn mul_chunk(&self, s: &[Scalar], o: &mut [G::AffineRepr]) {
+        let nonzero: Vec<usize> = (0..s.len()).filter(|&i| !bool::from(s[i].is_zero())).collect();
+        let proj: Vec<G> = nonzero.iter().map(|&i| self.mul(&s[i])).collect();
+        if nonzero.len() == s.len() {
+            G::normalize_batch(&proj, o);
+        } else {
+            let mut aff = vec![G::AffineRepr::identity(); proj.len()];
+            G::normalize_batch(&proj, &mut aff);
+            o.fill(G::AffineRepr::identity());
+            for (k, &i) in nonzero.iter().enumerate() {
+                o[i] = aff[k];
+            }
+        }
     }
 }
 

@@ -62,6 +62,7 @@ pub mod fixed_base;
 pub mod groth16;
 pub mod mem;
 pub mod params;
+pub mod progress;
 pub mod random_srs;
 pub mod registry;
 pub mod testing;

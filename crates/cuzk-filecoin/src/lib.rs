@@ -2,13 +2,45 @@
 //! [`cuzk_pipeline::ProofKind`] seam: one module per proof kind ([`porep`] today: C1 files
 //! and their checks, the registered-proof table, the partition circuits, the native witness,
 //! the PCE identity, parameter files and test parameters, `verify_seal`, synthetic C1s, and
-//! [`porep::PorepC2`], the kind itself), Curio's circuit names ([`curio`]) and the settings
+//! [`porep::PorepC2`], the kind itself), Curio's circuit names ([`curio`]), what a parameter directory holds against filecoin-proofs'
+//! manifest ([`param_cache`]) and the settings
 //! filecoin-proofs reads from the process environment ([`settings`]). The generic crates below
 //! it (core, witness, PCE, GPU, pipeline) must never learn any of this; it must not know the
 //! CLI, gRPC or a particular backend.
+//!
+//! # Example
+//!
+//! Parsing the bundled 2 KiB C1 output (lotus form, so it names its registered proof) and
+//! running every check that comes before proving — partition count, Merkle path shapes, the
+//! replica id against the sector identity in its metadata file, and filecoin-proofs' own
+//! vanilla-proof verification. A C1 for another sector size than the one expected is refused
+//! as such.
+//!
+//! ```
+//! use cuzk_filecoin::porep::c1::{self, C1};
+//! use cuzk_filecoin::porep::sector::{self, SectorMeta};
+//! use cuzk_filecoin::{Error, RegisteredSealProof};
+//!
+//! let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/2kib/c1.json"));
+//! let bytes = std::fs::read(path)?;
+//! let c1 = C1::parse(path, &bytes, None)?;
+//! assert_eq!(c1.sector_size(), 2048);
+//! assert_eq!(c1.registered_proof, RegisteredSealProof::StackedDrg2KiBV1_1);
+//! assert!(c1.wrapped && !c1.synthetic);
+//!
+//! let meta = SectorMeta::load(&sector::meta_path_for(path))?;
+//! assert_eq!(hex::encode(c1.comm_r), meta.comm_r);
+//! let prepared = c1::prepare::<filecoin_proofs::SectorShape2KiB>(&c1, &meta.identity())?;
+//! assert_eq!(prepared.vanilla.len(), usize::from(c1.porep_config().partitions));
+//!
+//! let wrong = C1::parse(path, &bytes, Some(RegisteredSealProof::StackedDrg32GiBV1_1));
+//! assert!(matches!(wrong, Err(Error::SectorSize(_))));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod curio;
 pub mod error;
+pub mod param_cache;
 pub mod porep;
 pub mod settings;
 

@@ -20,6 +20,7 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 
 use cuzk_core::fixed_base::FixedBaseTable;
+use cuzk_core::progress::Progress;
 
 use crate::matrix::{CsrMatrix, PreCompiledCircuit};
 use crate::{PceError, Result};
@@ -152,19 +153,20 @@ pub fn generate(pce: &PreCompiledCircuit, secrets: &Secrets) -> Result<(Paramete
     let t = Instant::now();
     let n_g1 = h_s.len() + l_s.len() + a_s.len() + b_s.len() + ic_s.len();
     let g1_table = FixedBaseTable::new(secrets.g1, FixedBaseTable::<G1Projective>::window_for(n_g1));
-    let h: Vec<G1Affine> = g1_table.batch_mul(&h_s);
+    let progress = Progress::start("parameters: G1 points", "points", n_g1 as u64);
+    let h: Vec<G1Affine> = g1_table.batch_mul_reporting(&h_s, &progress);
     drop(h_s);
-    let l = g1_table.batch_mul(&l_s);
-    let a = g1_table.batch_mul(&a_s);
-    let b_g1 = g1_table.batch_mul(&b_s);
-    let ic = g1_table.batch_mul(&ic_s);
-    drop(g1_table);
+    let l = g1_table.batch_mul_reporting(&l_s, &progress);
+    let a = g1_table.batch_mul_reporting(&a_s, &progress);
+    let b_g1 = g1_table.batch_mul_reporting(&b_s, &progress);
+    let ic = g1_table.batch_mul_reporting(&ic_s, &progress);
+    drop((g1_table, progress));
     rep.g1_s = t.elapsed().as_secs_f64();
     tracing::info!(points = n_g1, seconds = format!("{:.2}", rep.g1_s), "G1 points done");
 
     let t = Instant::now();
     let g2_table = FixedBaseTable::new(secrets.g2, FixedBaseTable::<G2Projective>::window_for(b_s.len()));
-    let b_g2: Vec<G2Affine> = g2_table.batch_mul(&b_s);
+    let b_g2: Vec<G2Affine> = g2_table.batch_mul_reporting(&b_s, &Progress::start("parameters: G2 points", "points", b_s.len() as u64));
     rep.g2_s = t.elapsed().as_secs_f64();
     tracing::info!(points = b_g2.len(), seconds = format!("{:.2}", rep.g2_s), "G2 points done");
 

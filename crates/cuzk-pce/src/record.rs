@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
+use cuzk_core::progress::Progress;
 use ff::{Field, PrimeField};
 
 use crate::matrix::{CsrMatrix, PreCompiledCircuit};
@@ -32,7 +33,11 @@ pub struct RecordingCs {
     coeffs: Vec<Scalar>,
     coeff_ids: HashMap<[u8; 32], u16>,
     overflow: Option<String>,
+    /// Constraints recorded, reported every [`PROGRESS_STEP`] rows while extracting.
+    progress: Option<Progress>,
 }
+
+const PROGRESS_STEP: usize = 1 << 16;
 
 impl Default for RecordingCs {
     fn default() -> Self {
@@ -43,6 +48,7 @@ impl Default for RecordingCs {
             coeffs: Vec::new(),
             coeff_ids: HashMap::new(),
             overflow: None,
+            progress: None,
         };
         for m in &mut cs.mats {
             m.row_ptr.push(0);
@@ -96,6 +102,9 @@ impl RecordingCs {
     /// Finishes the recording: appends the per-input rows, remaps tagged columns and
     /// computes the densities.
     pub fn finish(mut self) -> Result<PreCompiledCircuit> {
+        if let Some(p) = self.progress.take() {
+            p.set((self.mats[2].row_ptr.len() - 1) as u64);
+        }
         if self.num_inputs + self.num_aux >= INPUT_TAG as usize {
             return Err(PceError::TooLarge(format!("{} variables", self.num_inputs + self.num_aux)));
         }
@@ -178,6 +187,12 @@ impl ConstraintSystem<Scalar> for RecordingCs {
         self.push_row(0, &a(LinearCombination::zero()));
         self.push_row(1, &b(LinearCombination::zero()));
         self.push_row(2, &c(LinearCombination::zero()));
+        let rows = self.mats[2].row_ptr.len() - 1;
+        if rows % PROGRESS_STEP == 0 {
+            if let Some(p) = &self.progress {
+                p.set(rows as u64);
+            }
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -196,7 +211,7 @@ impl ConstraintSystem<Scalar> for RecordingCs {
 
 /// Records `circuit` into a [`PreCompiledCircuit`].
 pub fn extract<C: Circuit<Scalar>>(circuit: C) -> Result<PreCompiledCircuit> {
-    let mut cs = RecordingCs::default();
+    let mut cs = RecordingCs { progress: Some(Progress::start("PCE extraction", "constraints", 0)), ..RecordingCs::default() };
     circuit.synthesize(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
     cs.finish()
 }

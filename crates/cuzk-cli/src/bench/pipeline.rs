@@ -232,6 +232,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let opts = JobOptions { verify: !a.no_verify, ..JobOptions::default() };
     let job = |opts: JobOptions| kinds().porep.job(input.clone(), opts);
     let warmup = a.warmup.unwrap_or(a.jobs + 2);
+    let partitions = (warmup + a.num_proofs) as u64 * crate::engine_run::partitions_of(&input.c1);
+    let watch = crate::engine_run::PartitionWatch::start(trace.clone(), "bench pce-pipeline (warm-up included)", partitions);
     let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     for (k, t) in warm.into_iter().enumerate() {
         t.wait().result.with_context(|| format!("warm-up proof {k}"))?;
@@ -266,6 +268,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let high_water = engine.budget().high_water();
     // Whole device calls (the quotient's per-step entries are inside its total).
     let device_call_s: f64 = cuzk_gpu::take_stage_log().iter().filter(|(name, _)| !name.starts_with("quotient: ")).map(|(_, s)| s).sum();
+    drop(watch);
     engine.shutdown();
     mem::malloc_trim();
     let rss_drop = mark("after drop (engine shut down, malloc_trim)");

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod client;
 pub mod daemon;
 pub mod demo;
+pub mod doctor;
 pub mod gen_c1;
 pub mod params;
 pub mod pce;

@@ -83,6 +83,8 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
     cfg.provers_per_device = a.provers_per_device.max(1);
     let engine = cuzk_pipeline::Engine::start(cfg)?;
     let opts = cuzk_pipeline::JobOptions { randomness: None, verify: !a.no_verify };
+    let total = inputs.iter().map(|(c1, _)| engine_run::partitions_of(c1)).sum();
+    let watch = engine_run::PartitionWatch::start(engine.trace().clone(), &format!("proving {} sectors", inputs.len()), total);
     let tickets: Vec<_> = inputs
         .into_iter()
         .map(|(c1, identity)| engine.submit(kinds().porep.job(std::sync::Arc::new(PorepInput { c1, identity }), opts.clone())))
@@ -109,6 +111,7 @@ fn prove_many(a: &ProveArgs) -> Result<()> {
             }
         }
     }
+    drop(watch);
     engine.shutdown();
     if failed > 0 {
         bail!("{failed} of {} proofs failed", a.c1.len());
@@ -132,6 +135,7 @@ pub fn prove_with(c1: C1, identity: SectorIdentity, engine: &EngineArgs, verify:
     let tracer = StageTracer::new();
     let input = std::sync::Arc::new(PorepInput { c1, identity });
     let kind = &kinds().porep;
+    // load_input ran the deep checks; what remains before any parameter lookup is this.
     if verify {
         input.c1.ensure_provable()?;
     }

@@ -66,6 +66,18 @@ impl PorepC2 {
         cuzk_pipeline::kind::job(self.clone(), input, opts)
     }
 
+    /// The request's own checks, which need neither parameters nor PCE: refusal of a synthetic
+    /// C1 when `verify` is asked, then the deep checks of [`prepare`] (partition count, path
+    /// shapes, replica id). The engine's job runs the same before loading its circuit; a caller
+    /// that loads parameters itself runs this first, so a bad input is named before a missing
+    /// parameter file is.
+    pub fn check(&self, req: &PorepInput, verify: bool) -> Result<()> {
+        if verify {
+            self.verifiable(req)?;
+        }
+        with_shape!(req.c1.sector_size(), check_shaped, req)
+    }
+
     /// `rp`'s process-wide PCE (the outcome says whether it was loaded or built now; `None`
     /// when it was resident already).
     pub fn shared_pce(&self, rp: RegisteredSealProof) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>)> {
@@ -142,6 +154,10 @@ impl ProofKind for PorepC2 {
     fn verify(&self, req: &PorepInput, proof: &[u8]) -> Result<()> {
         verify::ensure_valid(&req.c1, &req.identity, proof)
     }
+}
+
+fn check_shaped<Tree: 'static + MerkleTreeTrait>(req: &PorepInput) -> Result<()> {
+    prepare::<Tree>(&req.c1, &req.identity).map(drop)
 }
 
 fn partitions_shaped<Tree: 'static + MerkleTreeTrait>(req: &PorepInput, mode: WitnessMode) -> Result<Vec<Synthesize>> {
