@@ -1,9 +1,11 @@
 //! The daemon's settings: defaults, then a TOML file, then `CUZK_*` environment variables
 //! (then the command line, applied by the caller). [`DaemonConfig::render`] prints the
 //! effective result as TOML, which is also a valid config file. It owns parsing and checking
-//! the values (a fault plan is refused here when the build has no fault injection), and reads
-//! the environment only through the look-up function its caller passes; it knows nothing of
-//! the server, the service or the engine that consume the settings.
+//! the values (a fault plan is refused here when the build has no fault injection; TCP without
+//! TLS and a token is refused unless `auth.insecure` says so), the default socket path (from
+//! `XDG_RUNTIME_DIR`, else `/run/cuzk`), and reads the environment only through the look-up
+//! function its caller passes; it knows nothing of the server, the service or the engine that
+//! consume the settings.
 
 use std::path::{Path, PathBuf};
 
@@ -97,19 +99,101 @@ pub struct SrsSection {
     pub preload: Vec<String>,
 }
 
-/// Job bookkeeping.
+/// Job bookkeeping and the limits that keep a hostile client from exhausting the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsSection {
-    /// Finished jobs remembered for AwaitProof and idempotent resubmission.
+    /// Finished proofs (accepted jobs) remembered for AwaitProof and idempotent resubmission.
     pub retain: usize,
+    /// Bytes of retained results (proofs and error texts) at most, e.g. "256MiB"; collected
+    /// results are forgotten first.
+    pub retain_bytes: String,
+    /// Seconds a finished job is remembered at most.
+    pub retain_secs: u64,
+    /// Refused requests (bad kind, bad C1, …) remembered apart, so they never push a proof out.
+    pub retain_rejected: usize,
     /// Largest request accepted, e.g. "256MiB" (a 32 GiB C1 is ~50 MB).
     pub max_request: String,
+    /// Jobs queued or running at once (RESOURCE_EXHAUSTED beyond).
+    pub max_queued: usize,
+    /// Bytes of C1 input held by queued or running jobs at once, e.g. "8GiB".
+    pub max_queued_bytes: String,
+    /// Jobs one client (its token, else its address) may have queued or running at once.
+    pub max_per_client: usize,
+    /// Longest request id in bytes (INVALID_ARGUMENT beyond).
+    pub max_request_id: usize,
+    /// Honour a request's `skip_verify` (otherwise the proof is verified anyway).
+    pub allow_skip_verify: bool,
+    /// Accept synthetic C1s (`cuzk gen-c1 --synthetic`: their proofs never verify).
+    pub allow_synthetic: bool,
 }
 
 impl Default for JobsSection {
     fn default() -> Self {
-        JobsSection { retain: 10_000, max_request: "256MiB".into() }
+        JobsSection {
+            retain: 10_000,
+            retain_bytes: "256MiB".into(),
+            retain_secs: 24 * 3600,
+            retain_rejected: 1000,
+            max_request: "256MiB".into(),
+            max_queued: 256,
+            max_queued_bytes: "16GiB".into(),
+            max_per_client: 256,
+            max_request_id: 256,
+            allow_skip_verify: false,
+            allow_synthetic: false,
+        }
+    }
+}
+
+/// Who may talk to the daemon.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSection {
+    /// File holding the client token (`authorization: Bearer TOKEN`); required on TCP unless
+    /// `insecure`; "" = none.
+    pub token_file: String,
+    /// Also require the token on the unix socket (whose 0600 mode already limits it to this user).
+    pub token_on_unix: bool,
+    /// File holding the admin token (`x-cuzk-admin-token: TOKEN`) that PreloadSRS and EvictSRS
+    /// need when set; "" = admin calls need only what every call needs.
+    pub admin_token_file: String,
+    /// PEM certificate chain and private key for TLS on TCP.
+    pub tls_cert: String,
+    pub tls_key: String,
+    /// Allow TCP without TLS and without a token (Curio's client as it is); warned about at start.
+    pub insecure: bool,
+    /// The unix socket's mode, octal ("0600": only the daemon's user; "0660" adds its group).
+    pub socket_mode: String,
+}
+
+impl Default for AuthSection {
+    fn default() -> Self {
+        AuthSection {
+            token_file: String::new(),
+            token_on_unix: false,
+            admin_token_file: String::new(),
+            tls_cert: String::new(),
+            tls_key: String::new(),
+            insecure: false,
+            socket_mode: "0600".into(),
+        }
+    }
+}
+
+/// Connection limits.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetSection {
+    /// Open connections at once; later ones are closed at once until one goes away.
+    pub max_connections: usize,
+    /// Milliseconds a new connection has to send its first bytes (and finish TLS) before it is closed.
+    pub handshake_timeout_ms: u64,
+}
+
+impl Default for NetSection {
+    fn default() -> Self {
+        NetSection { max_connections: 2048, handshake_timeout_ms: 10_000 }
     }
 }
 
@@ -122,15 +206,32 @@ pub struct DaemonConfig {
     pub engine: EngineSection,
     pub srs: SrsSection,
     pub jobs: JobsSection,
+    pub auth: AuthSection,
+    pub net: NetSection,
+}
+
+/// The socket a daemon listens on when nothing says otherwise (and `XDG_RUNTIME_DIR` is unset).
+pub const DEFAULT_SOCKET: &str = "/run/cuzk/cuzk.sock";
+
+/// The default listen address: `unix://$XDG_RUNTIME_DIR/cuzk/cuzk.sock` (a per-user 0700
+/// directory) when `env` has an absolute `XDG_RUNTIME_DIR`, else `unix:///run/cuzk/cuzk.sock`.
+/// Never a world-writable directory such as /tmp.
+pub fn default_listen(env: impl Fn(&str) -> Option<String>) -> String {
+    match env("XDG_RUNTIME_DIR") {
+        Some(d) if Path::new(&d).is_absolute() => format!("unix://{}", Path::new(&d).join("cuzk").join("cuzk.sock").display()),
+        _ => format!("unix://{DEFAULT_SOCKET}"),
+    }
 }
 
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
-            listen: "unix:///tmp/cuzk.sock".into(),
+            listen: format!("unix://{DEFAULT_SOCKET}"),
             engine: EngineSection::default(),
             srs: SrsSection::default(),
             jobs: JobsSection::default(),
+            auth: AuthSection::default(),
+            net: NetSection::default(),
         }
     }
 }
@@ -148,6 +249,8 @@ pub enum ValueError {
     NotASize(String),
     #[error("{text:?}: unknown unit {unit:?}")]
     UnknownUnit { text: String, unit: String },
+    #[error("{0:?} is too large (at most 2^62 bytes)")]
+    TooLarge(String),
 }
 
 /// The environment variables that override config keys, in the order they are applied.
@@ -164,28 +267,61 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_WITNESS", "engine.witness"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
+    ("CUZK_RETAIN_BYTES", "jobs.retain_bytes"),
+    ("CUZK_RETAIN_SECS", "jobs.retain_secs"),
+    ("CUZK_RETAIN_REJECTED", "jobs.retain_rejected"),
     ("CUZK_MAX_REQUEST", "jobs.max_request"),
+    ("CUZK_MAX_QUEUED", "jobs.max_queued"),
+    ("CUZK_MAX_QUEUED_BYTES", "jobs.max_queued_bytes"),
+    ("CUZK_MAX_PER_CLIENT", "jobs.max_per_client"),
+    ("CUZK_MAX_REQUEST_ID", "jobs.max_request_id"),
+    ("CUZK_ALLOW_SKIP_VERIFY", "jobs.allow_skip_verify"),
+    ("CUZK_ALLOW_SYNTHETIC", "jobs.allow_synthetic"),
+    ("CUZK_TOKEN_FILE", "auth.token_file"),
+    ("CUZK_TOKEN_ON_UNIX", "auth.token_on_unix"),
+    ("CUZK_ADMIN_TOKEN_FILE", "auth.admin_token_file"),
+    ("CUZK_TLS_CERT", "auth.tls_cert"),
+    ("CUZK_TLS_KEY", "auth.tls_key"),
+    ("CUZK_INSECURE", "auth.insecure"),
+    ("CUZK_SOCKET_MODE", "auth.socket_mode"),
+    ("CUZK_MAX_CONNECTIONS", "net.max_connections"),
+    ("CUZK_HANDSHAKE_TIMEOUT_MS", "net.handshake_timeout_ms"),
 ];
 
+fn parse_bool(v: &str) -> Result<bool, ValueError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(ValueError::NotABool),
+    }
+}
+
 impl DaemonConfig {
-    /// Defaults, then `file` if given, then the environment (`env` looks a name up).
+    /// Defaults, then `file` if given, then the environment (`env` looks a name up). A file
+    /// without `listen` gets [`default_listen`] of `env`.
     pub fn load(file: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Self, DaemonError> {
         let mut cfg = match file {
             Some(p) => {
                 let text = std::fs::read_to_string(p).map_err(|e| DaemonError::Config(format!("{}: {e}", p.display())))?;
-                toml::from_str(&text).map_err(|e| DaemonError::Config(format!("{}: {e}", p.display())))?
+                let mut cfg: DaemonConfig = toml::from_str(&text).map_err(|e| DaemonError::Config(format!("{}: {e}", p.display())))?;
+                if !text.parse::<toml::Table>().map(|t| t.contains_key("listen")).unwrap_or(false) {
+                    cfg.listen = default_listen(&env);
+                }
+                cfg
             }
-            None => DaemonConfig::default(),
+            None => DaemonConfig { listen: default_listen(&env), ..DaemonConfig::default() },
         };
-        cfg.validate()?;
+        cfg.validate_values()?;
         for (var, key) in ENV_KEYS {
             if let Some(v) = env(var) {
                 let named = |e: String| DaemonError::Config(format!("{var}={v:?}: {e}"));
                 cfg.set(key, &v).map_err(|e| named(cuzk_pipeline::error_chain(&e)))?;
                 // Checked per variable, so that a bad value is blamed on the variable.
-                cfg.validate().map_err(|e| named(e.to_string()))?;
+                cfg.validate_values().map_err(|e| named(e.to_string()))?;
             }
         }
+        // Rules across keys once every variable is in (CUZK_LISTEN comes before CUZK_INSECURE).
+        cfg.check_transport()?;
         Ok(cfg)
     }
 
@@ -199,26 +335,55 @@ impl DaemonConfig {
             "engine.provers_per_device" => self.engine.provers_per_device = num(v)?,
             "engine.max_in_flight" => self.engine.max_in_flight = num(v)?,
             "engine.budget" => self.engine.budget = v.into(),
-            "engine.verify" => {
-                self.engine.verify = match v.trim().to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(ValueError::NotABool),
-                }
-            }
+            "engine.verify" => self.engine.verify = parse_bool(v)?,
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "engine.witness" => self.engine.witness = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
+            _ => return self.set_limit(key, v),
+        }
+        Ok(())
+    }
+
+    /// [`DaemonConfig::set`] for the limit, policy and auth keys.
+    fn set_limit(&mut self, key: &str, v: &str) -> Result<(), ValueError> {
+        let num = |v: &str| v.trim().parse::<usize>().map_err(ValueError::NotACount);
+        let (j, a) = (&mut self.jobs, &mut self.auth);
+        match key {
+            "jobs.retain_bytes" => j.retain_bytes = v.trim().into(),
+            "jobs.retain_secs" => j.retain_secs = num(v)? as u64,
+            "jobs.retain_rejected" => j.retain_rejected = num(v)?,
+            "jobs.max_queued" => j.max_queued = num(v)?,
+            "jobs.max_queued_bytes" => j.max_queued_bytes = v.trim().into(),
+            "jobs.max_per_client" => j.max_per_client = num(v)?,
+            "jobs.max_request_id" => j.max_request_id = num(v)?,
+            "jobs.allow_skip_verify" => j.allow_skip_verify = parse_bool(v)?,
+            "jobs.allow_synthetic" => j.allow_synthetic = parse_bool(v)?,
+            "auth.token_file" => a.token_file = v.trim().into(),
+            "auth.token_on_unix" => a.token_on_unix = parse_bool(v)?,
+            "auth.admin_token_file" => a.admin_token_file = v.trim().into(),
+            "auth.tls_cert" => a.tls_cert = v.trim().into(),
+            "auth.tls_key" => a.tls_key = v.trim().into(),
+            "auth.insecure" => a.insecure = parse_bool(v)?,
+            "auth.socket_mode" => a.socket_mode = v.trim().into(),
+            "net.max_connections" => self.net.max_connections = num(v)?,
+            "net.handshake_timeout_ms" => self.net.handshake_timeout_ms = num(v)? as u64,
             _ => return Err(ValueError::UnknownKey(key.to_string())),
         }
         Ok(())
     }
 
-    /// Checks every value that can be checked without starting anything.
+    /// Checks every value that can be checked without starting anything, and the rules across
+    /// keys (TCP needs TLS and a token, or `auth.insecure`).
     pub fn validate(&self) -> Result<(), DaemonError> {
+        self.validate_values()?;
+        self.check_transport()
+    }
+
+    /// Checks each value on its own.
+    fn validate_values(&self) -> Result<(), DaemonError> {
         let bad = |k: &str, why: String| Err(DaemonError::Config(format!("{k}: {why}")));
         Listen::parse(&self.listen)?;
         if !["auto", "cpu", "cuda"].contains(&self.engine.backend.as_str()) {
@@ -235,11 +400,60 @@ impl DaemonConfig {
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
-        parse_bytes(&self.jobs.max_request).map_err(|e| DaemonError::Config(format!("jobs.max_request: {e}")))?;
+        for (k, v) in [
+            ("jobs.max_request", &self.jobs.max_request),
+            ("jobs.retain_bytes", &self.jobs.retain_bytes),
+            ("jobs.max_queued_bytes", &self.jobs.max_queued_bytes),
+        ] {
+            parse_bytes(v).map_err(|e| DaemonError::Config(format!("{k}: {e}")))?;
+        }
+        let j = &self.jobs;
+        if j.retain == 0 || j.max_queued == 0 || j.max_per_client == 0 || j.max_request_id == 0 || self.net.max_connections == 0 {
+            return bad("jobs/net", "retain, max_queued, max_per_client, max_request_id and max_connections must be at least 1".into());
+        }
         for c in &self.srs.preload {
             cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
         }
+        self.socket_mode().map(|_| ())
+    }
+
+    /// TCP needs TLS and a token unless `auth.insecure`; TLS needs both the certificate and the key.
+    fn check_transport(&self) -> Result<(), DaemonError> {
+        let a = &self.auth;
+        if a.token_on_unix && a.token_file.is_empty() {
+            return Err(DaemonError::Config("auth.token_on_unix needs auth.token_file".into()));
+        }
+        if a.tls_cert.is_empty() != a.tls_key.is_empty() {
+            return Err(DaemonError::Config("auth.tls_cert and auth.tls_key: give both or neither".into()));
+        }
+        if let Listen::Tcp(addr) = Listen::parse(&self.listen)? {
+            if !a.insecure && (a.tls_cert.is_empty() || a.token_file.is_empty()) {
+                return Err(DaemonError::Config(format!(
+                    "listen tcp://{addr}: TCP needs auth.tls_cert, auth.tls_key and auth.token_file, \
+                     or auth.insecure = true (CUZK_INSECURE=1) to serve plain TCP to anyone who can reach the port"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// `auth.socket_mode` as a number (at most 0o777).
+    pub fn socket_mode(&self) -> Result<u32, DaemonError> {
+        u32::from_str_radix(self.auth.socket_mode.trim(), 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+            .ok_or_else(|| DaemonError::Config(format!("auth.socket_mode {:?}: want an octal mode like 0600", self.auth.socket_mode)))
+    }
+
+    /// A byte-size key (already validated).
+    pub fn bytes_of(&self, key: &str) -> u64 {
+        let v = match key {
+            "jobs.max_request" => &self.jobs.max_request,
+            "jobs.retain_bytes" => &self.jobs.retain_bytes,
+            "jobs.max_queued_bytes" => &self.jobs.max_queued_bytes,
+            _ => return 0,
+        };
+        parse_bytes(v).unwrap_or(0)
     }
 
     /// The fault plans `engine.inject_fault` names; refused when there are any and this build
@@ -285,7 +499,12 @@ pub fn parse_bytes(s: &str) -> Result<u64, ValueError> {
         "tb" => 1e12,
         u => return Err(ValueError::UnknownUnit { text: s.to_string(), unit: u.to_string() }),
     };
-    Ok((n * mult) as u64)
+    let v = n * mult;
+    // A float cast saturates: without this check "1e30GiB" would become u64::MAX, no limit at all.
+    if !v.is_finite() || v > (1u64 << 62) as f64 {
+        return Err(ValueError::TooLarge(s.to_string()));
+    }
+    Ok(v as u64)
 }
 
 #[cfg(test)]
@@ -296,7 +515,8 @@ mod tests {
     fn file_then_env_and_render_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("cuzk.toml");
-        std::fs::write(&f, "listen = \"tcp://127.0.0.1:9820\"\n[engine]\nsynthesis_workers = 6\nbudget = \"24GiB\"\n").unwrap();
+        std::fs::write(&f, "listen = \"tcp://127.0.0.1:9820\"\n[engine]\nsynthesis_workers = 6\nbudget = \"24GiB\"\n[auth]\ninsecure = true\n")
+            .unwrap();
         let env = |k: &str| match k {
             "CUZK_PROVERS_PER_DEVICE" => Some("2".to_string()),
             "CUZK_PRELOAD" => Some("porep-2k, porep-32g".to_string()),
@@ -358,5 +578,32 @@ mod tests {
         assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
         assert_eq!(parse_bytes("1000").unwrap(), 1000);
         assert!(parse_bytes("GiB").is_err() && parse_bytes("3 parsecs").is_err());
+        // Used to saturate to u64::MAX (an unlimited max_request); now an error.
+        assert!(matches!(parse_bytes("99999999999999999999999GiB"), Err(ValueError::TooLarge(_))));
+        assert!(matches!(parse_bytes("18446744073709551615"), Err(ValueError::TooLarge(_))));
+        assert_eq!(parse_bytes("4TiB").unwrap(), 4 << 40);
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_MAX_REQUEST").then(|| "1e400".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_MAX_REQUEST"), "{e}");
+    }
+
+    #[test]
+    fn tcp_needs_tls_and_a_token_unless_insecure_and_the_socket_avoids_tmp() {
+        let tcp = |k: &str| (k == "CUZK_LISTEN").then(|| "tcp://127.0.0.1:9820".to_string());
+        let e = DaemonConfig::load(None, tcp).unwrap_err().to_string();
+        assert!(e.contains("auth.insecure") && e.contains("auth.tls_cert"), "{e}");
+        let insecure = |k: &str| match k {
+            "CUZK_INSECURE" => Some("1".to_string()),
+            _ => tcp(k),
+        };
+        assert!(DaemonConfig::load(None, insecure).unwrap().auth.insecure);
+        let half = |k: &str| match k {
+            "CUZK_TLS_CERT" => Some("/c.pem".to_string()),
+            _ => None,
+        };
+        assert!(DaemonConfig::load(None, half).unwrap_err().to_string().contains("both or neither"));
+        let xdg = |k: &str| (k == "XDG_RUNTIME_DIR").then(|| "/run/user/1000".to_string());
+        assert_eq!(DaemonConfig::load(None, xdg).unwrap().listen, "unix:///run/user/1000/cuzk/cuzk.sock");
+        assert_eq!(DaemonConfig::load(None, |_| None).unwrap().listen, "unix:///run/cuzk/cuzk.sock");
+        assert!(!DaemonConfig::default().listen.contains("/tmp"));
     }
 }

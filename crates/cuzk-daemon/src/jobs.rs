@@ -1,13 +1,18 @@
 //! The job table and the priority queues in front of the pipeline engine. A submission is
-//! checked (kind, C1, sector size, registered proof, parameters present) before it is
-//! queued; a bad one becomes a FAILED job at once with the reason. Queued jobs wait in
-//! priority order (CRITICAL > HIGH > NORMAL > LOW, then arrival); a dispatcher thread hands
-//! them to the engine while fewer than `max_in_flight` are there, and one waiter thread per
-//! in-flight job records its outcome. `request_id` makes submission idempotent: a repeated id
-//! gets the first job back. Finished jobs are kept (the newest `retain`) for AwaitProof.
+//! checked (request id length, room in the queue and in its client's share, kind, C1, sector
+//! size, registered proof, synthetic input, parameters present) before it is queued; a
+//! request over a limit is refused with a [`Refused`] (a gRPC status, no job), a bad one
+//! becomes a FAILED job at once with the reason. Queued jobs wait in priority order
+//! (CRITICAL > HIGH > NORMAL > LOW, then arrival); a dispatcher thread hands them to the
+//! engine while fewer than `max_in_flight` are there, and one waiter thread per in-flight job
+//! records its outcome. Job ids are random 128-bit numbers, so only the submitter knows one.
+//! `request_id` makes submission idempotent per client: a repeated id gets the first job
+//! back, unless that job FAILED or was CANCELLED (Curio retries a failed sector with the same
+//! id), which queues a new one. Finished jobs are kept within a count, a byte total and an
+//! age ([`Limits`]), collected ones forgotten first; refused garbage is kept apart, so it never
+//! pushes out a proof. Every job carries a tracing span with its id and request id.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,10 +20,17 @@ use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity};
 use cuzk_filecoin::porep::{params, PorepInput, RegisteredSealProof};
 use cuzk_filecoin::Kinds;
+use cuzk_pipeline::engine::{JobSource, PartitionInput};
 use cuzk_pipeline::{Engine, JobOptions, Trace};
 use tokio::sync::watch;
 
+use crate::config::DaemonConfig;
 use crate::proto::{ProofKind, SubmitProofRequest};
+
+/// Longest error text a job keeps (longer ones are cut on a character boundary).
+pub const MAX_ERROR: usize = 4096;
+/// Bytes a finished job is charged beyond its proof, error and ids (its table entries).
+const JOB_OVERHEAD: u64 = 512;
 
 /// A job's state as AwaitProof reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,19 +70,127 @@ pub struct Submitted {
     pub queue_position: u32,
 }
 
+/// Why a submission was refused without a job.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("the daemon is shutting down and takes no new jobs")]
+    Draining,
+    #[error("request_id is {len} bytes; at most {max} are accepted (jobs.max_request_id)")]
+    RequestIdTooLong { len: usize, max: usize },
+    #[error("the queue is full: {held} jobs queued or running (jobs.max_queued = {max})")]
+    QueueFull { held: usize, max: usize },
+    #[error("queued C1s hold {held} bytes; {size} more would pass jobs.max_queued_bytes = {max}")]
+    QueueBytes { held: u64, size: u64, max: u64 },
+    #[error("this client has {held} jobs queued or running (jobs.max_per_client = {max})")]
+    ClientLimit { held: usize, max: usize },
+}
+
+impl Refused {
+    /// The gRPC status code a client gets.
+    pub fn code(&self) -> tonic::Code {
+        match self {
+            Refused::Draining => tonic::Code::Unavailable,
+            Refused::RequestIdTooLong { .. } => tonic::Code::InvalidArgument,
+            _ => tonic::Code::ResourceExhausted,
+        }
+    }
+}
+
+/// The bounds on what the job table holds (`[jobs]` in the config).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub retain: usize,
+    pub retain_bytes: u64,
+    pub retain_for: Duration,
+    pub retain_rejected: usize,
+    pub max_queued: usize,
+    pub max_queued_bytes: u64,
+    pub max_per_client: usize,
+    pub max_request_id: usize,
+}
+
+/// What a request may ask of the proof.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    /// Verify every proof before answering.
+    pub verify: bool,
+    /// Honour a request's `skip_verify`.
+    pub allow_skip_verify: bool,
+    /// Accept synthetic C1s.
+    pub allow_synthetic: bool,
+}
+
+/// Settings of the job service.
+#[derive(Clone, Debug)]
+pub struct JobsConfig {
+    pub max_in_flight: usize,
+    pub limits: Limits,
+    pub policy: Policy,
+}
+
+impl JobsConfig {
+    /// The settings a (validated) daemon config asks for.
+    pub fn from_config(cfg: &DaemonConfig, max_in_flight: usize) -> JobsConfig {
+        let j = &cfg.jobs;
+        JobsConfig {
+            max_in_flight,
+            limits: Limits {
+                retain: j.retain,
+                retain_bytes: cfg.bytes_of("jobs.retain_bytes"),
+                retain_for: Duration::from_secs(j.retain_secs),
+                retain_rejected: j.retain_rejected,
+                max_queued: j.max_queued,
+                max_queued_bytes: cfg.bytes_of("jobs.max_queued_bytes"),
+                max_per_client: j.max_per_client,
+                max_request_id: j.max_request_id,
+            },
+            policy: Policy { verify: cfg.engine.verify, allow_skip_verify: j.allow_skip_verify, allow_synthetic: j.allow_synthetic },
+        }
+    }
+}
+
+impl Default for JobsConfig {
+    /// The defaults of [`DaemonConfig`], one job in flight.
+    fn default() -> Self {
+        JobsConfig::from_config(&DaemonConfig::default(), 1)
+    }
+}
+
 /// A checked PoRep input, ready for the engine.
 struct Input {
     porep: Arc<PorepInput>,
     verify: bool,
 }
 
+/// The by-request key: the client and its request id.
+type RequestKey = (String, String);
+
 struct Job {
     kind: String,
+    client: String,
+    request: Option<RequestKey>,
     input: Option<Input>,
+    input_bytes: u64,
+    /// Counted in the queue's and its client's totals (until it finishes).
+    holds: bool,
+    /// It passed the checks (a refused one is kept in the rejected ring).
+    accepted: bool,
+    /// An AwaitProof has returned its final answer.
+    collected: bool,
     view: JobView,
     submitted: Instant,
     started: Option<Instant>,
+    finished: Option<Instant>,
+    span: tracing::Span,
     done: watch::Sender<bool>,
+}
+
+impl Job {
+    /// The bytes its finished result keeps in the table.
+    fn retained_bytes(&self) -> u64 {
+        let ids = self.view.job_id.len() + self.request.as_ref().map(|(c, r)| c.len() + r.len()).unwrap_or(0);
+        (self.view.proof.len() + self.view.error.len() + ids) as u64 + JOB_OVERHEAD
+    }
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -84,12 +204,22 @@ struct QueueKey {
 #[derive(Default)]
 struct Table {
     jobs: HashMap<String, Job>,
-    by_request: HashMap<String, String>,
+    by_request: HashMap<RequestKey, String>,
     queue: BinaryHeap<QueueKey>,
     in_flight: usize,
+    /// Jobs queued or running (not finished), their input bytes, and per client.
+    held: usize,
+    held_bytes: u64,
+    per_client: HashMap<String, usize>,
+    /// Finished accepted jobs, oldest first, and the bytes they keep.
     finished: VecDeque<String>,
+    retained_bytes: u64,
+    /// Finished refused jobs, oldest first.
+    rejected: VecDeque<String>,
     arrivals: u64,
     draining: bool,
+    /// The dispatcher hands nothing to the engine while set ([`Jobs::hold`]).
+    held_back: bool,
     completed: u64,
     failed: u64,
     cancelled: u64,
@@ -109,6 +239,10 @@ pub struct Counts {
     pub draining: bool,
     pub queue_wait_ms_sum: u64,
     pub queue_wait_count: u64,
+    /// Jobs remembered (finished accepted, finished refused) and the bytes the first keep.
+    pub retained: usize,
+    pub rejected_retained: usize,
+    pub retained_bytes: u64,
 }
 
 struct Shared {
@@ -119,11 +253,9 @@ struct Shared {
     budget: cuzk_pipeline::Budget,
     stats: Arc<cuzk_pipeline::engine::Stats>,
     max_in_flight: usize,
-    retain: usize,
-    verify_default: bool,
+    limits: Limits,
+    policy: Policy,
     kinds: Kinds,
-    nonce: u64,
-    seq: AtomicU64,
 }
 
 /// The job service (cheap to clone; all clones share one table and engine).
@@ -140,12 +272,31 @@ fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-/// Settings of the job service.
-#[derive(Clone, Debug)]
-pub struct JobsConfig {
-    pub max_in_flight: usize,
-    pub retain: usize,
-    pub verify: bool,
+/// A fresh job id: 128 random bits from the thread's CSPRNG, as 32 hex digits.
+fn new_job_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// A client-supplied string as it may appear in a log line: escaped, at most 80 characters.
+pub fn loggable(s: &str) -> String {
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
+    if s.chars().nth(80).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// `s` cut to at most `max` bytes on a character boundary.
+fn truncated(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str(" …(truncated)");
+    }
+    s
 }
 
 impl Jobs {
@@ -155,30 +306,26 @@ impl Jobs {
     }
 
     /// Takes over a started engine and starts the dispatcher.
-    pub fn new(engine: Engine, cfg: JobsConfig, kinds: Kinds) -> Jobs {
-        let trace = engine.trace().clone();
-        let budget = engine.budget().clone();
-        let stats = engine.stats().clone();
-        let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-            ^ std::process::id() as u64;
+    pub fn new(engine: Engine, cfg: JobsConfig, kinds: Kinds) -> Result<Jobs, crate::DaemonError> {
         let s = Arc::new(Shared {
             table: Mutex::default(),
             wake: Condvar::new(),
+            trace: engine.trace().clone(),
+            budget: engine.budget().clone(),
+            stats: engine.stats().clone(),
             engine: Mutex::new(Some(engine)),
-            trace,
-            budget,
-            stats,
             max_in_flight: cfg.max_in_flight.max(1),
-            retain: cfg.retain.max(1),
-            verify_default: cfg.verify,
+            limits: cfg.limits,
+            policy: cfg.policy,
             kinds,
-            nonce: nonce & 0xffff_ffff,
-            seq: AtomicU64::new(0),
         });
         let me = Jobs { s };
         let d = me.clone();
-        std::thread::Builder::new().name("cuzk-dispatch".into()).spawn(move || d.dispatch()).expect("spawning the dispatcher");
-        me
+        std::thread::Builder::new()
+            .name("cuzk-dispatch".into())
+            .spawn(move || d.dispatch())
+            .map_err(|e| crate::DaemonError::io("spawning the dispatcher thread", e))?;
+        Ok(me)
     }
 
     pub fn trace(&self) -> &Arc<Trace> {
@@ -194,39 +341,40 @@ impl Jobs {
         &self.s.stats
     }
 
-    /// Queues a request (or returns the job an earlier request with the same id made). Blocks
-    /// while the C1 is parsed: call it off the async runtime.
-    pub fn submit(&self, req: SubmitProofRequest) -> Result<Submitted, crate::DaemonError> {
-        if !req.request_id.is_empty() {
+    /// Queues a request of `client` (or returns the job an earlier request of that client with
+    /// the same id made, unless it failed or was cancelled). Blocks while the C1 is parsed:
+    /// call it off the async runtime.
+    pub fn submit(&self, req: SubmitProofRequest, client: &str) -> Result<Submitted, Refused> {
+        let lim = &self.s.limits;
+        if req.request_id.len() > lim.max_request_id {
+            return Err(Refused::RequestIdTooLong { len: req.request_id.len(), max: lim.max_request_id });
+        }
+        let key = (!req.request_id.is_empty()).then(|| (client.to_string(), req.request_id.clone()));
+        let size = req.vanilla_proof.len() as u64;
+        {
             let t = lock(&self.s.table);
-            if let Some(id) = t.by_request.get(&req.request_id) {
-                let pos = position(&t, id);
-                return Ok(Submitted { job_id: id.clone(), queue_position: pos });
+            if let Some(s) = existing(&t, key.as_ref()) {
+                return Ok(s);
             }
+            room(&t, lim, client, size)?;
         }
-        if lock(&self.s.table).draining {
-            return Err(crate::DaemonError::Draining);
-        }
-        let kind = kind_name(req.proof_kind);
-        let priority = match req.priority {
-            0 => 2,
-            p => p.clamp(1, 4),
-        };
-        let job_id = format!("{:08x}-{}", self.s.nonce, self.s.seq.fetch_add(1, Ordering::Relaxed) + 1);
-        let checked = check(&self.s.kinds, &req, &job_id, self.s.verify_default);
+        let job_id = new_job_id();
+        let span = tracing::info_span!("job", id = %job_id, request = %loggable(&req.request_id));
+        let checked = span.in_scope(|| check(&self.s.kinds, &req, &job_id, self.s.policy));
         let mut t = lock(&self.s.table);
         // A concurrent duplicate may have won the race while this one was being parsed.
-        if !req.request_id.is_empty() {
-            if let Some(id) = t.by_request.get(&req.request_id) {
-                let pos = position(&t, id);
-                return Ok(Submitted { job_id: id.clone(), queue_position: pos });
-            }
-            t.by_request.insert(req.request_id.clone(), job_id.clone());
+        if let Some(s) = existing(&t, key.as_ref()) {
+            return Ok(s);
         }
-        let (done, _) = watch::channel(false);
         let mut job = Job {
-            kind,
+            kind: kind_name(req.proof_kind),
+            client: client.to_string(),
+            request: None,
             input: None,
+            input_bytes: size,
+            holds: false,
+            accepted: false,
+            collected: false,
             view: JobView {
                 job_id: job_id.clone(),
                 state: State::Queued,
@@ -241,28 +389,50 @@ impl Jobs {
             },
             submitted: Instant::now(),
             started: None,
-            done,
+            finished: None,
+            span,
+            done: watch::channel(false).0,
         };
         match checked {
             Ok(input) => {
+                room(&t, lim, client, size)?;
                 job.input = Some(input);
-                t.arrivals += 1;
-                let order = std::cmp::Reverse(t.arrivals);
-                t.queue.push(QueueKey { priority, order, job_id: job_id.clone() });
-                t.jobs.insert(job_id.clone(), job);
-                let pos = position(&t, &job_id);
+                job.request = key;
+                let pos = self.enqueue(&mut t, job, req.priority);
                 drop(t);
                 self.s.wake.notify_all();
-                tracing::info!(job = %job_id, request = %req.request_id, priority, "queued");
                 Ok(Submitted { job_id, queue_position: pos })
             }
             Err(why) => {
-                tracing::warn!(job = %job_id, request = %req.request_id, error = %why, "rejected");
+                job.span.in_scope(|| tracing::warn!(error = %why, "rejected"));
                 t.jobs.insert(job_id.clone(), job);
-                finish(&mut t, &job_id, State::Failed, Err(why), self.s.retain);
+                finish(&mut t, &job_id, State::Failed, Err(why), lim);
                 Ok(Submitted { job_id, queue_position: 0 })
             }
         }
+    }
+
+    /// Puts a checked job in the queue and the totals; its queue position.
+    fn enqueue(&self, t: &mut Table, mut job: Job, priority: i32) -> u32 {
+        let priority = match priority {
+            0 => 2,
+            p => p.clamp(1, 4),
+        };
+        let id = job.view.job_id.clone();
+        job.accepted = true;
+        job.holds = true;
+        t.held += 1;
+        t.held_bytes += job.input_bytes;
+        *t.per_client.entry(job.client.clone()).or_default() += 1;
+        if let Some(k) = &job.request {
+            t.by_request.insert(k.clone(), id.clone());
+        }
+        t.arrivals += 1;
+        let order = std::cmp::Reverse(t.arrivals);
+        t.queue.push(QueueKey { priority, order, job_id: id.clone() });
+        job.span.in_scope(|| tracing::info!(priority, "queued"));
+        t.jobs.insert(id.clone(), job);
+        position(t, &id)
     }
 
     /// The job's view now (`None` for an unknown id).
@@ -271,7 +441,8 @@ impl Jobs {
     }
 
     /// Waits until the job is finished or `timeout` passes (`None` = no limit); returns its
-    /// view then (state not finished = timed out), or `None` for an unknown id.
+    /// view then (state not finished = timed out), or `None` for an unknown id. A finished
+    /// answer marks the job collected (it is forgotten before uncollected ones).
     pub async fn wait(&self, job_id: &str, timeout: Option<Duration>) -> Option<JobView> {
         let mut rx = {
             let t = lock(&self.s.table);
@@ -287,7 +458,12 @@ impl Jobs {
             }
             None => done.await,
         }
-        self.view(job_id)
+        let mut t = lock(&self.s.table);
+        let j = t.jobs.get_mut(job_id)?;
+        if j.view.state.finished() {
+            j.collected = true;
+        }
+        Some(j.view.clone())
     }
 
     /// Cancels a job: a queued one is dropped; a running one is answered CANCELLED now and its
@@ -295,15 +471,15 @@ impl Jobs {
     pub fn cancel(&self, job_id: &str) -> (bool, bool) {
         let mut t = lock(&self.s.table);
         let Some(j) = t.jobs.get(job_id) else { return (false, false) };
-        let state = j.view.state;
-        match state {
+        let lim = &self.s.limits;
+        match j.view.state {
             State::Queued => {
                 t.queue.retain(|k| k.job_id != job_id);
-                finish(&mut t, job_id, State::Cancelled, Err("cancelled before it started".into()), self.s.retain);
+                finish(&mut t, job_id, State::Cancelled, Err("cancelled before it started".into()), lim);
                 (true, false)
             }
             State::Running => {
-                finish(&mut t, job_id, State::Cancelled, Err("cancelled while running; its result is discarded".into()), self.s.retain);
+                finish(&mut t, job_id, State::Cancelled, Err("cancelled while running; its result is discarded".into()), lim);
                 (true, true)
             }
             _ => (true, false),
@@ -329,6 +505,9 @@ impl Jobs {
             draining: t.draining,
             queue_wait_ms_sum: t.queue_wait_ms_sum,
             queue_wait_count: t.queue_wait_count,
+            retained: t.finished.len(),
+            rejected_retained: t.rejected.len(),
+            retained_bytes: t.retained_bytes,
         }
     }
 
@@ -339,7 +518,7 @@ impl Jobs {
         t.draining = true;
         let queued: Vec<String> = t.queue.drain().map(|k| k.job_id).collect();
         for id in queued {
-            finish(&mut t, &id, State::Failed, Err("the daemon shut down before this job started".into()), self.s.retain);
+            finish(&mut t, &id, State::Failed, Err("the daemon shut down before this job started".into()), &self.s.limits);
         }
         self.s.wake.notify_all();
         let deadline = Instant::now() + grace;
@@ -362,53 +541,64 @@ impl Jobs {
         clean
     }
 
-    fn dispatch(&self) {
+    /// Holds the queue (`true`: queued jobs stay queued, the engine gets nothing new) or lets
+    /// it go again; for an operator's pause and for tests that need a known queue.
+    pub fn hold(&self, on: bool) {
+        lock(&self.s.table).held_back = on;
+        self.s.wake.notify_all();
+    }
+
+    /// The next queued job to hand to the engine, once there is room; `None` when draining.
+    fn next(&self) -> Option<(String, Input, tracing::Span)> {
+        let mut t = lock(&self.s.table);
         loop {
-            let (job_id, input) = {
-                let mut t = lock(&self.s.table);
-                loop {
-                    if t.draining && t.queue.is_empty() {
-                        return;
-                    }
-                    if t.in_flight < self.s.max_in_flight {
-                        if let Some(k) = t.queue.pop() {
-                            let input = t.jobs.get_mut(&k.job_id).and_then(|j| j.input.take());
-                            if let Some(input) = input {
-                                let j = t.jobs.get_mut(&k.job_id).expect("queued job in the table");
-                                j.view.state = State::Running;
-                                j.started = Some(Instant::now());
-                                t.in_flight += 1;
-                                break (k.job_id, input);
-                            }
-                            continue;
-                        }
-                    }
-                    t = self.s.wake.wait(t).unwrap_or_else(|e| e.into_inner());
+            if t.draining && t.queue.is_empty() {
+                return None;
+            }
+            if t.in_flight < self.s.max_in_flight && !(t.held_back && !t.draining) {
+                if let Some(k) = t.queue.pop() {
+                    let Some(j) = t.jobs.get_mut(&k.job_id) else { continue };
+                    let Some(input) = j.input.take() else { continue };
+                    j.view.state = State::Running;
+                    j.started = Some(Instant::now());
+                    let span = j.span.clone();
+                    t.in_flight += 1;
+                    return Some((k.job_id, input, span));
                 }
-            };
+            }
+            t = self.s.wake.wait(t).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn dispatch(&self) {
+        while let Some((job_id, input, span)) = self.next() {
+            span.in_scope(|| tracing::info!("started"));
             let opts = JobOptions { randomness: None, verify: input.verify };
+            let source = in_span(span, self.s.kinds.porep.job(input.porep, opts));
             let ticket = match lock(&self.s.engine).as_ref() {
-                Some(e) => e.submit(self.s.kinds.porep.job(input.porep, opts)),
+                Some(e) => e.submit(source),
                 None => Err(cuzk_pipeline::PipelineError::Shutdown),
             };
-            let me = self.clone();
-            match ticket {
+            let failed = match ticket {
                 Ok(ticket) => {
+                    let (me, id) = (self.clone(), job_id.clone());
                     std::thread::Builder::new()
                         .name("cuzk-await".into())
                         .spawn(move || {
                             let engine_id = ticket.id;
                             let out = ticket.wait();
-                            me.record(&job_id, engine_id, out);
+                            me.record(&id, engine_id, out);
                         })
-                        .expect("spawning a job waiter");
+                        .err()
+                        .map(|e| format!("could not start a thread to wait for the job: {e}"))
                 }
-                Err(e) => {
-                    let mut t = lock(&self.s.table);
-                    t.in_flight -= 1;
-                    finish(&mut t, &job_id, State::Failed, Err(e.chain()), self.s.retain);
-                    self.s.wake.notify_all();
-                }
+                Err(e) => Some(e.chain()),
+            };
+            if let Some(why) = failed {
+                let mut t = lock(&self.s.table);
+                t.in_flight -= 1;
+                finish(&mut t, &job_id, State::Failed, Err(why), &self.s.limits);
+                self.s.wake.notify_all();
             }
         }
     }
@@ -431,19 +621,70 @@ impl Jobs {
         let mut t = lock(&self.s.table);
         t.in_flight -= 1;
         if let Some(j) = t.jobs.get_mut(job_id) {
-            j.view.srs_load_ms = sum("parse");
-            j.view.synthesis_ms = span(&["witness", "mat-vec"]);
-            j.view.gpu_compute_ms = sum("prove");
-            j.view.verified = out.verified;
+            if !j.view.state.finished() {
+                j.view.srs_load_ms = sum("parse");
+                j.view.synthesis_ms = span(&["witness", "mat-vec"]);
+                j.view.gpu_compute_ms = sum("prove");
+                j.view.verified = out.verified;
+            }
         }
         let (state, result) = match out.result {
             Ok(p) => (State::Completed, Ok(p)),
             Err(e) => (State::Failed, Err(e.chain())),
         };
-        finish(&mut t, job_id, state, result, self.s.retain);
+        finish(&mut t, job_id, state, result, &self.s.limits);
         drop(t);
         self.s.wake.notify_all();
     }
+}
+
+/// The job that an earlier request with the same key made, unless it failed or was cancelled
+/// (then the request is a retry and gets a new job).
+fn existing(t: &Table, key: Option<&RequestKey>) -> Option<Submitted> {
+    let id = t.by_request.get(key?)?;
+    let j = t.jobs.get(id)?;
+    if matches!(j.view.state, State::Failed | State::Cancelled) {
+        return None;
+    }
+    Some(Submitted { job_id: id.clone(), queue_position: position(t, id) })
+}
+
+/// Whether one more job of `client` with `size` input bytes fits in the limits.
+fn room(t: &Table, lim: &Limits, client: &str, size: u64) -> Result<(), Refused> {
+    if t.draining {
+        return Err(Refused::Draining);
+    }
+    if t.held >= lim.max_queued {
+        return Err(Refused::QueueFull { held: t.held, max: lim.max_queued });
+    }
+    if t.held_bytes + size > lim.max_queued_bytes {
+        return Err(Refused::QueueBytes { held: t.held_bytes, size, max: lim.max_queued_bytes });
+    }
+    let mine = t.per_client.get(client).copied().unwrap_or(0);
+    if mine >= lim.max_per_client {
+        return Err(Refused::ClientLimit { held: mine, max: lim.max_per_client });
+    }
+    Ok(())
+}
+
+/// The engine job `src` with `span` entered wherever its closures run (parse, each
+/// partition's witness, assembly, verification), so their log lines name the job.
+fn in_span(span: tracing::Span, src: JobSource) -> JobSource {
+    Box::new(move || {
+        let mut job = span.in_scope(src)?;
+        job.partitions = job
+            .partitions
+            .into_iter()
+            .map(|p| {
+                let (s, f) = (span.clone(), p.synthesize);
+                PartitionInput { synthesize: Box::new(move |pce| s.in_scope(|| f(pce))), r: p.r, s: p.s }
+            })
+            .collect();
+        let (s, assemble) = (span.clone(), job.assemble);
+        job.assemble = Box::new(move |proofs| s.in_scope(|| assemble(proofs)));
+        job.verify = job.verify.map(|v| -> cuzk_pipeline::engine::VerifyProof { Box::new(move |bytes| span.in_scope(|| v(bytes))) });
+        Ok(job)
+    })
 }
 
 /// How many queued jobs run before `id` (0 when it is not queued).
@@ -453,8 +694,8 @@ fn position(t: &Table, id: &str) -> u32 {
 }
 
 /// Moves a job to a finished state once (later calls leave the first answer), wakes its
-/// waiters and forgets the oldest finished jobs beyond `retain`.
-fn finish(t: &mut Table, id: &str, state: State, result: Result<Vec<u8>, String>, retain: usize) {
+/// waiters, gives back its share of the queue and forgets what the limits no longer allow.
+fn finish(t: &mut Table, id: &str, state: State, result: Result<Vec<u8>, String>, lim: &Limits) {
     let Some(j) = t.jobs.get_mut(id) else { return };
     if j.view.state.finished() {
         return;
@@ -463,14 +704,21 @@ fn finish(t: &mut Table, id: &str, state: State, result: Result<Vec<u8>, String>
     j.view.state = state;
     match result {
         Ok(p) => j.view.proof = p,
-        Err(e) => j.view.error = e,
+        Err(e) => j.view.error = truncated(e, MAX_ERROR),
     }
     let started = j.started;
     j.view.queue_wait_ms = ms(started.unwrap_or(now) - j.submitted);
     j.view.total_ms = ms(now - j.submitted);
     j.input = None;
+    j.finished = Some(now);
     j.done.send_replace(true);
-    let wait = j.view.queue_wait_ms;
+    j.span.in_scope(|| tracing::info!(state = ?state, total_ms = j.view.total_ms, "finished"));
+    let (holds, accepted, bytes, client, size, wait) =
+        (j.holds, j.accepted, j.input_bytes, j.client.clone(), j.retained_bytes(), j.view.queue_wait_ms);
+    j.holds = false;
+    if holds {
+        release(t, &client, bytes);
+    }
     if started.is_some() {
         t.queue_wait_ms_sum += wait;
         t.queue_wait_count += 1;
@@ -480,11 +728,61 @@ fn finish(t: &mut Table, id: &str, state: State, result: Result<Vec<u8>, String>
         State::Cancelled => t.cancelled += 1,
         _ => t.failed += 1,
     }
-    t.finished.push_back(id.to_string());
-    while t.finished.len() > retain {
+    if accepted {
+        t.finished.push_back(id.to_string());
+        t.retained_bytes += size;
+    } else {
+        t.rejected.push_back(id.to_string());
+    }
+    evict(t, lim, now);
+}
+
+/// Gives back a finished job's share of the queue totals.
+fn release(t: &mut Table, client: &str, bytes: u64) {
+    t.held = t.held.saturating_sub(1);
+    t.held_bytes = t.held_bytes.saturating_sub(bytes);
+    if let Some(n) = t.per_client.get_mut(client) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            t.per_client.remove(client);
+        }
+    }
+}
+
+/// Forgets refused jobs beyond their count, finished jobs older than the age limit, then
+/// finished jobs beyond the count or byte limit: the oldest collected one first, else the oldest.
+fn evict(t: &mut Table, lim: &Limits, now: Instant) {
+    while t.rejected.len() > lim.retain_rejected {
+        if let Some(old) = t.rejected.pop_front() {
+            forget(t, &old);
+        }
+    }
+    while let Some(old) = t.finished.front() {
+        let expired = t.jobs.get(old).and_then(|j| j.finished).is_none_or(|f| now.duration_since(f) > lim.retain_for);
+        if !expired {
+            break;
+        }
         if let Some(old) = t.finished.pop_front() {
-            t.jobs.remove(&old);
-            t.by_request.retain(|_, v| *v != old);
+            forget(t, &old);
+        }
+    }
+    while t.finished.len() > lim.retain || (t.retained_bytes > lim.retain_bytes && !t.finished.is_empty()) {
+        let at = t.finished.iter().position(|id| t.jobs.get(id).is_none_or(|j| j.collected)).unwrap_or(0);
+        if let Some(old) = t.finished.remove(at) {
+            forget(t, &old);
+        }
+    }
+}
+
+/// Removes a finished job and its request id (if that still names it).
+fn forget(t: &mut Table, id: &str) {
+    let Some(j) = t.jobs.remove(id) else { return };
+    if j.accepted {
+        t.retained_bytes = t.retained_bytes.saturating_sub(j.retained_bytes());
+    }
+    if let Some(k) = j.request {
+        if t.by_request.get(&k).map(String::as_str) == Some(id) {
+            t.by_request.remove(&k);
         }
     }
 }
@@ -494,17 +792,8 @@ pub fn kind_name(k: i32) -> String {
     ProofKind::try_from(k).map(|k| k.as_str_name().to_string()).unwrap_or_else(|_| format!("PROOF_KIND_{k}"))
 }
 
-/// Checks a request and parses its C1; the error names what is wrong.
-fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, verify_default: bool) -> Result<Input, String> {
-    match ProofKind::try_from(req.proof_kind) {
-        Ok(ProofKind::PorepSealCommit) => {}
-        Ok(ProofKind::Unspecified) => return Err("proof_kind is not set (POREP_SEAL_COMMIT is the kind this daemon proves)".into()),
-        Ok(k) => return Err(format!("proof kind {} is not supported yet; this daemon proves POREP_SEAL_COMMIT only", k.as_str_name())),
-        Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
-    }
-    if req.vanilla_proof.is_empty() {
-        return Err("vanilla_proof is empty: a PoRep request carries the C1 output JSON".into());
-    }
+/// The registered proof the request names by number and by sector size, if they agree.
+fn expected_proof(req: &SubmitProofRequest) -> Result<Option<RegisteredSealProof>, String> {
     let by_number = match req.registered_proof {
         0 => None,
         n => Some(cuzk_filecoin::curio::from_number(n).map_err(|e| e.to_string())?),
@@ -521,16 +810,57 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, verify_default: 
             ));
         }
     }
-    let expected = by_number.or(by_size);
+    Ok(by_number.or(by_size))
+}
+
+/// Checks a request and parses its C1; the error names what is wrong.
+fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) -> Result<Input, String> {
+    match ProofKind::try_from(req.proof_kind) {
+        Ok(ProofKind::PorepSealCommit) => {}
+        Ok(ProofKind::Unspecified) => return Err("proof_kind is not set (POREP_SEAL_COMMIT is the kind this daemon proves)".into()),
+        Ok(k) => return Err(format!("proof kind {} is not supported yet; this daemon proves POREP_SEAL_COMMIT only", k.as_str_name())),
+        Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
+    }
+    if req.vanilla_proof.is_empty() {
+        return Err("vanilla_proof is empty: a PoRep request carries the C1 output JSON".into());
+    }
+    let expected = expected_proof(req)?;
     let name = match req.request_id.as_str() {
         "" => format!("job {job_id}: vanilla_proof"),
-        r => format!("request {r:?}: vanilla_proof"),
+        r => format!("request \"{}\": vanilla_proof", loggable(r)),
     };
     let c1 = C1::parse(std::path::Path::new(&name), &req.vanilla_proof, expected).map_err(|e| e.to_string())?;
+    if c1.synthetic && !policy.allow_synthetic {
+        return Err("vanilla_proof is a synthetic C1 (cuzk gen-c1 --synthetic, marked cuzk_synthetic): its proof can never \
+                    verify, and this daemon refuses synthetic inputs (jobs.allow_synthetic = false)"
+            .into());
+    }
     let rp: RegisteredSealProof = c1.registered_proof;
     if kinds.porep.resident(rp).1.is_none() {
         params::ensure_present(rp).map_err(|e| e.to_string())?;
     }
+    let skip = req.skip_verify && policy.allow_skip_verify;
+    if req.skip_verify && !skip {
+        tracing::info!("skip_verify asked for but not allowed (jobs.allow_skip_verify = false): the proof is verified");
+    }
     let identity = SectorIdentity { miner_id: req.miner_id, sector_number: req.sector_number };
-    Ok(Input { porep: Arc::new(PorepInput { c1, identity }), verify: verify_default && !req.skip_verify })
+    Ok(Input { porep: Arc::new(PorepInput { c1, identity }), verify: policy.verify && !skip })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_text_is_bounded_and_escaped_and_errors_are_cut() {
+        let long = "x\n".repeat(10_000);
+        let l = loggable(&long);
+        assert!(l.len() < 200 && l.contains("\\n") && !l.contains('\n') && l.ends_with('…'), "{l}");
+        assert_eq!(loggable("porep-1000-1"), "porep-1000-1");
+        let e = truncated("é".repeat(5000), MAX_ERROR);
+        assert!(e.len() <= MAX_ERROR + 20 && e.ends_with("(truncated)"));
+        let a = new_job_id();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, new_job_id());
+    }
 }

@@ -3,15 +3,18 @@
 //! idempotent job bookkeeping in front of the pipeline engine ([`jobs`]), the RPC handlers
 //! with status, preload and evict over the process-wide parameter and PCE registries
 //! ([`service`]), the metrics text rendered from a snapshot the service takes ([`metrics`]),
-//! the config file with env overrides ([`config`]), start/stop with a draining shutdown
-//! ([`server`]) and a client ([`client`]). It reaches proofs only through cuzk-filecoin's
+//! the config file with env overrides ([`config`]), tokens ([`auth`]), a bounded accept loop
+//! with TLS ([`net`]), start/stop with a draining shutdown ([`server`]) and a client
+//! ([`client`]). It reaches proofs only through cuzk-filecoin's
 //! kinds and the engine, and knows nothing of CUDA or the command line; fault injection is
 //! cuzk-core's and exists only with the feature `fault-injection` (off by default).
 
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod jobs;
 pub mod metrics;
+pub mod net;
 pub mod server;
 pub mod service;
 
@@ -39,6 +42,8 @@ pub enum DaemonError {
     Server(String),
     #[error("engine")]
     Engine(#[source] cuzk_pipeline::PipelineError),
+    #[error(transparent)]
+    Refused(#[from] crate::jobs::Refused),
     #[error("preloading {circuit}")]
     Preload {
         circuit: String,
@@ -57,6 +62,7 @@ impl DaemonError {
             DaemonError::Transport(_) => tonic::Code::Unavailable,
             DaemonError::Engine(e) => engine_code(e),
             DaemonError::Preload { .. } => tonic::Code::FailedPrecondition,
+            DaemonError::Refused(r) => r.code(),
         }
     }
 

@@ -1,6 +1,8 @@
-//! Starting and stopping the gRPC server: binds the unix socket or TCP port, starts the
-//! engine and the job service, preloads the configured circuits, and serves until told to
-//! stop. Stopping drains first — new submissions are refused, queued jobs fail with
+//! Starting and stopping the gRPC server: binds the unix socket (in a directory it creates
+//! 0700, the socket itself 0600 by default) or the TCP port (TLS and a token, or an explicit
+//! `auth.insecure` that is warned about), starts the engine and the job service, preloads the
+//! configured circuits, and serves through the bounded accept loop ([`crate::net`]) until told
+//! to stop. Stopping drains first — new submissions are refused, queued jobs fail with
 //! "shutting down", in-flight jobs finish and their waiting clients get the answers — then
 //! closes the listener, joins the engine and removes the socket file. It wires the config,
 //! engine, job service and listener together; the RPC handlers ([`crate::service`]), the
@@ -16,8 +18,10 @@ use cuzk_pipeline::{Config, Device, Engine, Trace};
 use tokio::sync::oneshot;
 use tokio_stream::Stream;
 
-use crate::config::{parse_bytes, DaemonConfig, Listen};
+use crate::auth::Auth;
+use crate::config::{DaemonConfig, Listen};
 use crate::jobs::{Jobs, JobsConfig};
+use crate::net::{self, Gate, Listener};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
 use crate::DaemonError;
@@ -95,27 +99,88 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
             .map_err(|e| DaemonError::Server(format!("preload task for {c}: {e}")))?
             .map_err(|source| DaemonError::Preload { circuit: c.clone(), source })?;
     }
+    let unix = matches!(listen, Listen::Unix(_));
+    let auth = Auth::from_config(cfg, unix)?;
+    let gate = gate(cfg, &listen, &auth)?;
     let engine = Engine::start(ecfg).map_err(DaemonError::Engine)?;
-    let jobs = Jobs::new(engine, JobsConfig { max_in_flight, retain: cfg.jobs.retain, verify: cfg.engine.verify }, kinds);
-    let service = Service::new(jobs, names);
-    let max = parse_bytes(&cfg.jobs.max_request).map_err(|e| DaemonError::Config(format!("jobs.max_request: {e}")))? as usize;
+    let jobs = Jobs::new(engine, JobsConfig::from_config(cfg, max_in_flight), kinds)?;
+    let service = Service::new(jobs, names, auth);
+    let max = cfg.bytes_of("jobs.max_request") as usize;
     let grpc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
     let (tx, rx) = oneshot::channel::<()>();
     let jobs = service.jobs().clone();
-    let (bound, task) = match &listen {
+    let (bound, listener, socket) = bind(&listen, cfg).await?;
+    let task = tokio::spawn(serve(grpc, net::incoming(listener, gate), jobs, rx, socket));
+    tracing::info!(listen = %bound, max_in_flight, "cuzk daemon serving");
+    Ok(Handle { listen: bound, service, stop: Some(tx), task })
+}
+
+/// The accept loop's limits, TLS on TCP when configured, and the warning an insecure TCP
+/// listener deserves.
+fn gate(cfg: &DaemonConfig, listen: &Listen, auth: &Auth) -> Result<Gate, DaemonError> {
+    let a = &cfg.auth;
+    let tls = match listen {
+        Listen::Tcp(_) if !a.tls_cert.is_empty() => Some(net::tls_acceptor(&a.tls_cert, &a.tls_key)?),
+        _ => None,
+    };
+    if let (Listen::Tcp(addr), true) = (listen, tls.is_none() || !auth.token_required()) {
+        tracing::warn!(
+            listen = %addr,
+            tls = tls.is_some(),
+            token = auth.token_required(),
+            "auth.insecure: serving TCP without {}; anyone who can reach this port can submit and cancel proofs",
+            if tls.is_none() { "TLS" } else { "a token" }
+        );
+    }
+    Ok(Gate { max_connections: cfg.net.max_connections, handshake: Duration::from_millis(cfg.net.handshake_timeout_ms), tls })
+}
+
+/// Binds the listener: the TCP port, or the unix socket in its private directory with its mode.
+async fn bind(listen: &Listen, cfg: &DaemonConfig) -> Result<(Listen, Listener, Option<PathBuf>), DaemonError> {
+    match listen {
         Listen::Tcp(a) => {
             let l = tokio::net::TcpListener::bind(a).await.map_err(|e| DaemonError::io(format!("binding {listen}"), e))?;
             let bound = Listen::Tcp(l.local_addr().map_err(|e| DaemonError::io("reading the bound address", e))?);
-            (bound, tokio::spawn(serve(grpc, tokio_stream::wrappers::TcpListenerStream::new(l), jobs, rx, None)))
+            Ok((bound, Listener::Tcp(l), None))
         }
         Listen::Unix(p) => {
+            private_dir(p)?;
             clear_stale_socket(p).await?;
             let l = tokio::net::UnixListener::bind(p).map_err(|e| DaemonError::io(format!("binding {listen}"), e))?;
-            (listen.clone(), tokio::spawn(serve(grpc, tokio_stream::wrappers::UnixListenerStream::new(l), jobs, rx, Some(p.clone()))))
+            let mode = cfg.socket_mode()?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| DaemonError::io(format!("setting mode {mode:o} on {}", p.display()), e))?;
+            Ok((listen.clone(), Listener::Unix(l), Some(p.clone())))
         }
-    };
-    tracing::info!(listen = %bound, max_in_flight, "cuzk daemon serving");
-    Ok(Handle { listen: bound, service, stop: Some(tx), task })
+    }
+}
+
+/// Creates the socket's directory 0700 when missing; refuses one that anyone may write to
+/// (without the sticky bit), and warns about a shared sticky one such as /tmp.
+fn private_dir(socket: &std::path::Path) -> Result<(), DaemonError> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) else { return Ok(()) };
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| DaemonError::io(format!("creating the socket directory {}", dir.display()), e))?;
+        return Ok(());
+    }
+    let mode = std::fs::metadata(dir).map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))?.permissions().mode();
+    if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+        return Err(DaemonError::Config(format!(
+            "the socket directory {} is world-writable (mode {:o}): anyone could replace the socket; use a private directory",
+            dir.display(),
+            mode & 0o7777
+        )));
+    }
+    if mode & 0o002 != 0 {
+        tracing::warn!(dir = %dir.display(), "the socket is in a shared directory; a private one (the default /run/cuzk or $XDG_RUNTIME_DIR/cuzk) is safer");
+    }
+    Ok(())
 }
 
 /// Serves until `stop` resolves (or its sender is dropped), then winds down.
@@ -152,6 +217,9 @@ where
         c2.store(ok, std::sync::atomic::Ordering::Relaxed);
     };
     let served = tonic::transport::Server::builder()
+        // A peer that stops answering pings is dropped (its connection slot with it).
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
         .add_service(grpc)
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await

@@ -1,9 +1,12 @@
-//! The tonic `ProvingEngine` service: maps each RPC onto the job service ([`crate::jobs`]),
-//! the process-wide parameter and PCE registries (status, preload, evict) and the metrics
-//! text, for which it fills a [`metrics::Snapshot`] that [`crate::metrics`] renders (the
-//! dependency points from here to there only). Blocking work (parsing a C1, loading
-//! parameters) runs on tokio's blocking pool. It knows the wire format and the job service,
-//! not how the server is bound or stopped, nor the Prometheus text format.
+//! The tonic `ProvingEngine` service: checks each call's token ([`crate::auth`]; the admin
+//! token for PreloadSRS and EvictSRS) and the length of the ids it carries, then maps it onto
+//! the job service ([`crate::jobs`]) on behalf of the calling client (its address, from the
+//! connection's [`Peer`]), the process-wide parameter and PCE registries (status, preload,
+//! evict) and the metrics text, for which it fills a [`metrics::Snapshot`] that
+//! [`crate::metrics`] renders (the dependency points from here to there only). Blocking work
+//! (parsing a C1, loading or dropping parameters) runs on tokio's blocking pool. It knows the
+//! wire format and the job service, not how the server is bound or stopped, nor the
+//! Prometheus text format.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,10 +16,19 @@ use cuzk_filecoin::{curio, Kinds};
 use cuzk_pipeline::resources::params_bytes;
 use tonic::{Request, Response, Status};
 
-use crate::jobs::{JobView, Jobs, State};
+use crate::auth::Auth;
+use crate::jobs::{loggable, JobView, Jobs, State};
 use crate::metrics;
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::*;
+
+/// Longest job id a call may carry (cuzk's are 32 hex digits); longer ones are INVALID_ARGUMENT.
+pub const MAX_JOB_ID: usize = 64;
+
+/// The other end of a connection, as the server's accept loop saw it; the client a request
+/// is counted against ("tcp:ADDRESS" without the port, "unix:uid=N").
+#[derive(Clone, Debug)]
+pub struct Peer(pub String);
 
 /// The service state.
 #[derive(Clone)]
@@ -24,37 +36,54 @@ pub struct Service {
     pub(crate) jobs: Jobs,
     pub(crate) devices: Arc<Vec<String>>,
     pub(crate) started: Instant,
+    pub(crate) auth: Arc<Auth>,
+}
+
+/// The client a request comes from (its connection's [`Peer`], else "local").
+fn client_of<T>(r: &Request<T>) -> String {
+    r.extensions().get::<Peer>().map(|p| p.0.clone()).unwrap_or_else(|| "local".into())
+}
+
+/// Refuses a job id no daemon could have made, without echoing it whole.
+fn check_job_id(id: &str) -> Result<(), Status> {
+    if id.len() > MAX_JOB_ID {
+        return Err(Status::invalid_argument(format!("job_id is {} bytes; job ids have at most {MAX_JOB_ID}", id.len())));
+    }
+    Ok(())
 }
 
 impl Service {
-    pub fn new(jobs: Jobs, devices: Vec<String>) -> Service {
-        Service { jobs, devices: Arc::new(devices), started: Instant::now() }
+    pub fn new(jobs: Jobs, devices: Vec<String>, auth: Auth) -> Service {
+        Service { jobs, devices: Arc::new(devices), started: Instant::now(), auth: Arc::new(auth) }
     }
 
     pub fn jobs(&self) -> &Jobs {
         &self.jobs
     }
 
-    async fn submit(&self, req: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+    async fn submit(&self, req: SubmitProofRequest, client: String) -> Result<SubmitProofResponse, Status> {
         let jobs = self.jobs.clone();
-        let out = tokio::task::spawn_blocking(move || jobs.submit(req))
+        let out = tokio::task::spawn_blocking(move || jobs.submit(req, &client))
             .await
             .map_err(|e| Status::internal(format!("submission task failed: {e}")))?;
         match out {
             Ok(s) => Ok(SubmitProofResponse { job_id: s.job_id, queue_position: s.queue_position, assigned_gpu: String::new() }),
-            Err(crate::DaemonError::Draining) => Err(Status::unavailable("the daemon is shutting down and takes no new jobs")),
-            Err(e) => Err(Status::from(e)),
+            Err(e) => Err(Status::new(e.code(), e.to_string())),
         }
     }
 
     async fn await_job(&self, job_id: &str, timeout_ms: u64) -> Result<AwaitProofResponse, Status> {
+        check_job_id(job_id)?;
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         match self.jobs.wait(job_id, timeout).await {
             Some(v) => Ok(answer(v)),
             None => Ok(AwaitProofResponse {
                 job_id: job_id.to_string(),
                 status: await_proof_response::Status::Unknown as i32,
-                error_message: format!("no job {job_id:?} (never submitted, or forgotten after jobs.retain newer ones)"),
+                error_message: format!(
+                    "no job \"{}\" (never submitted, or forgotten: see jobs.retain, retain_bytes and retain_secs)",
+                    loggable(job_id)
+                ),
                 ..Default::default()
             }),
         }
@@ -165,38 +194,48 @@ fn answer(v: JobView) -> AwaitProofResponse {
 #[tonic::async_trait]
 impl ProvingEngine for Service {
     async fn submit_proof(&self, r: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
-        self.submit(r.into_inner()).await.map(Response::new)
+        self.auth.check(r.metadata())?;
+        let client = client_of(&r);
+        self.submit(r.into_inner(), client).await.map(Response::new)
     }
 
     async fn await_proof(&self, r: Request<AwaitProofRequest>) -> Result<Response<AwaitProofResponse>, Status> {
+        self.auth.check(r.metadata())?;
         let r = r.into_inner();
         self.await_job(&r.job_id, r.timeout_ms).await.map(Response::new)
     }
 
     async fn prove(&self, r: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
+        self.auth.check(r.metadata())?;
+        let client = client_of(&r);
         let submit = r.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
-        let s = self.submit(submit).await?;
+        let s = self.submit(submit, client).await?;
         let result = self.await_job(&s.job_id, 0).await?;
         Ok(Response::new(ProveResponse { result: Some(result) }))
     }
 
     async fn cancel_proof(&self, r: Request<CancelProofRequest>) -> Result<Response<CancelProofResponse>, Status> {
+        self.auth.check(r.metadata())?;
         let id = r.into_inner().job_id;
+        check_job_id(&id)?;
         match self.jobs.cancel(&id) {
-            (false, _) => Err(Status::not_found(format!("no job {id:?}"))),
+            (false, _) => Err(Status::not_found(format!("no job \"{}\"", loggable(&id)))),
             (true, was_running) => Ok(Response::new(CancelProofResponse { was_running })),
         }
     }
 
-    async fn get_status(&self, _: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
+    async fn get_status(&self, r: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
+        self.auth.check(r.metadata())?;
         Ok(Response::new(self.status()))
     }
 
-    async fn get_metrics(&self, _: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+    async fn get_metrics(&self, r: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+        self.auth.check(r.metadata())?;
         Ok(Response::new(GetMetricsResponse { prometheus_text: self.metrics() }))
     }
 
     async fn preload_srs(&self, r: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
+        self.auth.check_admin(r.metadata())?;
         let id = r.into_inner().circuit_id;
         let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let kinds = self.jobs.kinds().clone();
@@ -207,13 +246,25 @@ impl ProvingEngine for Service {
     }
 
     async fn evict_srs(&self, r: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
+        self.auth.check_admin(r.metadata())?;
         let id = r.into_inner().circuit_id;
         let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let (pce, p) = self.jobs.kinds().porep.evict(rp);
-        let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
-        tracing::info!(circuit = %id, freed, "evicted");
-        Ok(Response::new(EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }))
+        let kinds = self.jobs.kinds().clone();
+        // Dropping tens of GiB of parameters takes a while: not on an async worker.
+        let out = tokio::task::spawn_blocking(move || evict(&kinds, rp))
+            .await
+            .map_err(|e| Status::internal(format!("evict task failed: {e}")))?;
+        tracing::info!(circuit = %id, freed = out.freed_bytes, "evicted");
+        Ok(Response::new(out))
     }
+}
+
+/// Drops the parameters and the PCE of `rp` from the process registries (the last holder
+/// frees them, here or when an in-flight proof finishes).
+pub fn evict(kinds: &Kinds, rp: RegisteredSealProof) -> EvictSrsResponse {
+    let (pce, p) = kinds.porep.evict(rp);
+    let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
+    EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }
 }
 
 /// Loads the parameters and the PCE of `rp` into the process registries.

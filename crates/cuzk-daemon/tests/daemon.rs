@@ -75,8 +75,11 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proofs_complete_verified_in_priority_order_with_idempotent_ids_and_cancel() {
     let (bytes, id, c1) = setup();
-    // One job in the engine at a time, so the others wait in the priority queues.
+    // One job in the engine at a time, and the queue held while the jobs arrive, so that what
+    // is queued, what runs first and what a cancel finds do not depend on timing (this used to
+    // assert "3 pending, 1 running, nothing loaded yet" while the first job was already proving).
     let h = cuzk_daemon::start(&config(1), cpu(), &settings()).await.unwrap();
+    h.service.jobs().hold(true);
     let addr = h.listen.to_string();
     let mut c = cuzk_daemon::client::connect(&addr).await.unwrap();
     let first = c.submit_proof(porep(&bytes, id, "first", proto::Priority::Normal)).await.unwrap().into_inner();
@@ -84,18 +87,21 @@ async fn proofs_complete_verified_in_priority_order_with_idempotent_ids_and_canc
     let doomed = c.submit_proof(porep(&bytes, id, "doomed", proto::Priority::Normal)).await.unwrap().into_inner();
     let critical = c.submit_proof(porep(&bytes, id, "critical", proto::Priority::Critical)).await.unwrap().into_inner();
     assert_eq!(critical.queue_position, 1, "CRITICAL goes to the front of the queue");
+    assert_eq!(low.queue_position, 2, "LOW behind the NORMAL job queued before it");
     let again = c.submit_proof(porep(&bytes, id, "first", proto::Priority::Normal)).await.unwrap().into_inner();
     assert_eq!(again.job_id, first.job_id, "a repeated request id returns the first job");
+    assert_eq!(again.queue_position, 2);
 
     let queued = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     let q = queued.queues.iter().find(|q| q.proof_kind == "POREP_SEAL_COMMIT").unwrap();
-    assert_eq!((q.pending, q.in_progress), (3, 1));
-    assert_eq!(queued.loaded_srs.len(), 0, "nothing was preloaded and the first job may still be loading");
+    assert_eq!((q.pending, q.in_progress), (4, 0));
+    assert_eq!(queued.loaded_srs.len(), 0, "nothing was preloaded and nothing has started");
 
     let cancel = c.cancel_proof(proto::CancelProofRequest { job_id: doomed.job_id.clone() }).await.unwrap().into_inner();
     assert!(!cancel.was_running);
     let r = c.await_proof(proto::AwaitProofRequest { job_id: doomed.job_id.clone(), timeout_ms: 0 }).await.unwrap().into_inner();
     assert_eq!(r.status, S::Cancelled as i32);
+    h.service.jobs().hold(false);
 
     let pending = c.await_proof(proto::AwaitProofRequest { job_id: low.job_id.clone(), timeout_ms: 50 }).await.unwrap().into_inner();
     assert_eq!(pending.status, S::Timeout as i32, "an unfinished job times out: {pending:?}");

@@ -5,7 +5,8 @@
 //!   with a comment directly above it: a new config key fails this test until it is documented;
 //! - `grafana-dashboard.json` is JSON, every metric its PromQL expressions (and its variables'
 //!   `label_values` queries) name is one that [`cuzk_daemon::metrics::render`] exports, and every
-//!   exported metric is shown by at least one panel;
+//!   exported metric is shown by at least one panel; the alert rules in `cuzk-alerts.yml` use
+//!   exported metrics only;
 //! - the systemd units and the example config agree (socket path, parameter directory, the stop
 //!   timeout against the daemon's drain grace).
 //!
@@ -528,6 +529,21 @@ fn every_exported_metric_is_on_the_dashboard() {
     let shown: BTreeSet<String> = found.iter().flat_map(|(_, e)| promql_metrics(e)).collect();
     let missing: Vec<_> = exported_metrics().into_iter().filter(|m| !shown.contains(m)).collect();
     assert!(missing.is_empty(), "no panel of deploy/grafana-dashboard.json shows {missing:?}; add one (and see docs/OPERATING.md)");
+}
+
+#[test]
+fn the_alert_rules_query_only_exported_metrics() {
+    let exported = exported_metrics();
+    let text = read("cuzk-alerts.yml");
+    let exprs: Vec<&str> =
+        text.lines().filter_map(|l| l.trim().strip_prefix("expr:")).map(|e| e.trim().trim_matches(['"', '\''])).collect();
+    assert!(exprs.len() >= 3, "deploy/cuzk-alerts.yml: too few `expr:` lines (each expression must stay on one line)");
+    for e in exprs {
+        let names = promql_metrics(e);
+        assert!(!names.is_empty(), "deploy/cuzk-alerts.yml: no metric in {e:?}");
+        let unknown: Vec<_> = names.iter().filter(|n| !exported.contains(*n)).collect();
+        assert!(unknown.is_empty(), "deploy/cuzk-alerts.yml: {e:?} uses {unknown:?}, which the daemon does not export");
+    }
 }
 
 #[test]

@@ -24,7 +24,7 @@ fn jobs() -> &'static Jobs {
         settings.apply().unwrap();
         let engine = cuzk_pipeline::Engine::start(cuzk_pipeline::Config::cpu(1, 1 << 30)).unwrap();
         let kinds = cuzk_filecoin::Kinds::new(&settings, Default::default());
-        Jobs::new(engine, JobsConfig { max_in_flight: 1, retain: 100_000, verify: true }, kinds)
+        Jobs::new(engine, JobsConfig::default(), kinds).unwrap()
     })
 }
 
@@ -66,7 +66,7 @@ proptest! {
             sector_number: 1,
             ..Default::default()
         };
-        let s = std::panic::catch_unwind(|| jobs().submit(req.clone()));
+        let s = std::panic::catch_unwind(|| jobs().submit(req.clone(), "fuzz"));
         let s = match s {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(TestCaseError::fail(format!("submit refused: {e}"))),

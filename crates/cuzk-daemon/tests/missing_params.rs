@@ -12,7 +12,8 @@ async fn missing_parameters_are_named() {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", empty.path());
     cuzk_filecoin::Settings::apply_from(|k| std::env::var_os(k)).unwrap();
     let c1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json");
-    let cfg = cuzk_daemon::DaemonConfig { listen: "tcp://127.0.0.1:0".into(), ..Default::default() };
+    let mut cfg = cuzk_daemon::DaemonConfig { listen: "tcp://127.0.0.1:0".into(), ..Default::default() };
+    cfg.auth.insecure = true;
     let h =
         cuzk_daemon::start(&cfg, cuzk_pipeline::Config::cpu(1, 0).devices, &cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k)))
             .await

@@ -85,6 +85,8 @@ pub fn run(a: DaemonBenchArgs) -> Result<ExitCode> {
     let (c1, id) = load_input(&a.c1, &a.sector)?;
     let bytes = std::fs::read(&a.c1).with_context(|| format!("{}: cannot read", a.c1.display()))?;
     let mut cfg = DaemonConfig { listen: "tcp://127.0.0.1:0".into(), ..Default::default() };
+    // Loopback only, inside this process: plain TCP without a token, as Curio's client connects.
+    cfg.auth.insecure = true;
     cfg.engine.synthesis_workers = a.synthesis_workers.max(1);
     cfg.engine.provers_per_device = a.provers_per_device.max(1);
     if let Some(b) = &a.budget {

@@ -88,11 +88,40 @@ pub enum ClientCmd {
 
 #[derive(Args)]
 pub struct ClientArgs {
-    /// Daemon address, unix:///PATH or tcp://HOST:PORT.
-    #[arg(long, env = "CUZK_ADDR", default_value = "unix:///tmp/cuzk.sock")]
-    addr: String,
+    /// Daemon address, unix:///PATH or tcp://HOST:PORT [default: the daemon's default socket,
+    /// $XDG_RUNTIME_DIR/cuzk/cuzk.sock or /run/cuzk/cuzk.sock].
+    #[arg(long, env = "CUZK_ADDR")]
+    addr: Option<String>,
+    /// File holding the daemon's client token (sent as "authorization: Bearer TOKEN").
+    #[arg(long, env = "CUZK_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// File holding the admin token (sent as x-cuzk-admin-token; preload and evict need it).
+    #[arg(long, env = "CUZK_ADMIN_TOKEN_FILE")]
+    admin_token_file: Option<PathBuf>,
+    /// TLS: the PEM CA certificate that signed the daemon's certificate.
+    #[arg(long, env = "CUZK_CA")]
+    ca: Option<PathBuf>,
+    /// TLS: the name the daemon's certificate must carry [default: the address's host].
+    #[arg(long)]
+    tls_domain: Option<String>,
     #[command(subcommand)]
     cmd: ClientCmd,
+}
+
+/// The token in a file, trimmed.
+fn read_token(path: &Path) -> Result<String> {
+    let t = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read the token file", path.display()))?;
+    Ok(t.trim().to_string())
+}
+
+/// The connection options the flags ask for.
+fn options(a: &ClientArgs) -> Result<cuzk_daemon::client::Options> {
+    Ok(cuzk_daemon::client::Options {
+        token: a.token_file.as_deref().map(read_token).transpose()?,
+        admin_token: a.admin_token_file.as_deref().map(read_token).transpose()?,
+        ca: a.ca.clone(),
+        domain: a.tls_domain.clone(),
+    })
 }
 
 /// The request for a C1 file: its bytes as they are, the identity from flags or its meta file.
@@ -195,9 +224,11 @@ fn status_text(s: &proto::GetStatusResponse) -> String {
 
 pub fn run(a: ClientArgs) -> Result<ExitCode> {
     let rt = runtime()?;
+    let addr = a.addr.clone().unwrap_or_else(|| cuzk_daemon::config::default_listen(|k| std::env::var(k).ok()));
+    let opts = options(&a)?;
     rt.block_on(async move {
-        let mut c = cuzk_daemon::client::connect(&a.addr).await?;
-        let rpc = |e: tonic::Status| anyhow::anyhow!("{}: {}", a.addr, e.message());
+        let mut c = cuzk_daemon::client::connect_with(&addr, &opts).await?;
+        let rpc = |e: tonic::Status| anyhow::anyhow!("{addr}: {:?}: {}", e.code(), e.message());
         match a.cmd {
             ClientCmd::Prove { submit, out } => {
                 let req = request(&submit)?;

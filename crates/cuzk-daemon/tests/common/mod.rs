@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_daemon::proto::{self, proving_engine_client::ProvingEngineClient, ProofKind, SubmitProofRequest};
+use cuzk_daemon::client::Client;
+use cuzk_daemon::proto::{self, ProofKind, SubmitProofRequest};
 use cuzk_daemon::DaemonConfig;
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{SectorIdentity, SectorMeta};
-use tonic::transport::Channel;
 
 pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/2kib/c1.json")
@@ -32,8 +32,10 @@ pub fn cpu() -> Vec<cuzk_pipeline::Device> {
     cuzk_pipeline::Config::cpu(1, 0).devices
 }
 
+/// Plain TCP on loopback (`auth.insecure`, no token), as Curio's client connects.
 pub fn config(max_in_flight: usize) -> DaemonConfig {
     let mut c = DaemonConfig { listen: "tcp://127.0.0.1:0".into(), ..Default::default() };
+    c.auth.insecure = true;
     c.engine.synthesis_workers = 1;
     c.engine.max_in_flight = max_in_flight;
     c.engine.budget = "16GiB".into();
@@ -52,6 +54,6 @@ pub fn porep(bytes: &[u8], id: SectorIdentity, request_id: &str, priority: proto
     }
 }
 
-pub async fn prove(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest) -> proto::AwaitProofResponse {
+pub async fn prove(c: &mut Client, req: SubmitProofRequest) -> proto::AwaitProofResponse {
     c.prove(proto::ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap()
 }
