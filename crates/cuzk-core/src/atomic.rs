@@ -1,7 +1,8 @@
 //! Atomic file writes for every file cuzk makes (parameters, verifying keys, PCE caches):
 //! the bytes go to a temporary file next to the target, named after it and held under an
-//! exclusive lock while it is written, then fsynced and renamed into place, so a crash leaves
-//! either the old file or the complete new one and never a partial file under the real name.
+//! exclusive lock while it is written, then fsynced and renamed into place, and the directory
+//! is fsynced after the rename, so a crash (of the process or of the machine) leaves either
+//! the old file or the complete new one and never a partial file under the real name.
 //! A writer killed mid-write leaves its temporary file behind; the next write of the same
 //! target removes every such file whose lock is free (its writer is dead — a live writer
 //! still holds its lock). It knows files and locks, not what the bytes mean, and reads no
@@ -138,6 +139,22 @@ pub fn write_atomically(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::
     }
     tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    sync_dir(dir)
+}
+
+// Directory syncs made by this thread (for the test that every write makes one).
+#[cfg(test)]
+thread_local! {
+    static DIR_SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes the entries of `dir` durable (after a rename into it, the new name survives a power
+/// loss only once the directory itself is fsynced).
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, e))?;
+    d.sync_all().map_err(|e| Error::io(dir, e))?;
+    #[cfg(test)]
+    DIR_SYNCS.with(|n| n.set(n.get() + 1));
     Ok(())
 }
 
@@ -169,6 +186,17 @@ mod tests {
         drop(held);
         assert_eq!(sweep_dead_temps(&target), 1);
         assert!(temp_files(&target).is_empty());
+    }
+
+    #[test]
+    fn every_write_syncs_its_directory_after_the_rename() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("proof.bin");
+        let before = DIR_SYNCS.with(|n| n.get());
+        write_atomically(&target, |w| w.write_all(b"proof")).unwrap();
+        assert_eq!(DIR_SYNCS.with(|n| n.get()), before + 1, "the directory was not fsynced after the rename");
+        let e = sync_dir(&d.path().join("missing")).unwrap_err().to_string();
+        assert!(e.contains("missing"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Groth16 parameter files in bellperson's format (the one filecoin-proofs ships): a cheap
 //! structural check of `.params` and `.vk` files (every section's declared count against the
 //! bytes actually there, so a truncated file is named and rejected before any proving), a
-//! parallel mmap loader, and atomic writes ([`crate::atomic`]: temp file + fsync + rename), because
-//! filecoin-proofs never regenerates a partially written `.params` file.
+//! parallel loader, and atomic writes ([`crate::atomic`]: temp file + fsync + rename + directory
+//! fsync), because filecoin-proofs never regenerates a partially written `.params` file. The
+//! loader does not map the file: it checks the size against the headers, then reads each
+//! section by positional reads into owned buffers, so a file truncated underneath the loader
+//! (by another process) is an error that names it, never a SIGBUS.
 
 use std::fs::File;
 use std::path::Path;
@@ -36,20 +39,22 @@ pub struct ParamsLayout {
     pub file_bytes: usize,
 }
 
+/// Reads over the bytes of a `.vk` file (in memory).
 struct Cursor<'a> {
     path: &'a Path,
     bytes: &'a [u8],
     pos: usize,
 }
 
+fn truncated(path: &Path, what: &str, n: u64, at: u64, left: u64) -> Error {
+    Error::params(path, format!("truncated: {what} needs {n} bytes at offset {at} but only {left} remain"))
+}
+
 impl Cursor<'_> {
     fn take(&mut self, n: usize, what: &str) -> Result<&[u8]> {
         let left = self.bytes.len() - self.pos;
         if n > left {
-            return Err(Error::params(
-                self.path,
-                format!("truncated: {what} needs {n} bytes at offset {} but only {left} remain", self.pos),
-            ));
+            return Err(truncated(self.path, what, n as u64, self.pos as u64, left as u64));
         }
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
@@ -65,7 +70,55 @@ impl Cursor<'_> {
     }
 }
 
+/// `buf.len()` bytes of `file` at `at`, by positional read (no mapping: a file truncated
+/// after its size was checked is an error here, never a SIGBUS).
+fn read_at(file: &File, path: &Path, buf: &mut [u8], at: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, at).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => Error::params(
+            path,
+            format!(
+                "truncated while loading: the {} bytes at offset {at} are gone (the file shrank after its size was checked)",
+                buf.len()
+            ),
+        ),
+        _ => Error::io(path, e),
+    })
+}
+
+/// Walks the section headers of a `.params` file by positional reads, checking every
+/// declared count against the file's size before anything is read.
+struct Headers<'a> {
+    path: &'a Path,
+    file: &'a File,
+    len: u64,
+    pos: u64,
+}
+
+impl Headers<'_> {
+    fn take(&mut self, n: u64, what: &str) -> Result<u64> {
+        let left = self.len - self.pos;
+        if n > left {
+            return Err(truncated(self.path, what, n, self.pos, left));
+        }
+        let at = self.pos;
+        self.pos += n;
+        Ok(at)
+    }
+
+    fn section(&mut self, what: &str, point_bytes: u64) -> Result<(usize, usize)> {
+        let at = self.take(4, &format!("the {what} count"))?;
+        let mut c = [0u8; 4];
+        read_at(self.file, self.path, &mut c, at)?;
+        let n = u32::from_be_bytes(c) as u64;
+        let start = self.pos;
+        self.take(n * point_bytes, &format!("{n} {what} points"))?;
+        Ok((n as usize, start as usize))
+    }
+}
+
 /// Offsets (start of points) of each section, for the loader.
+#[derive(Clone, Debug)]
 struct Sections {
     layout: ParamsLayout,
     h: usize,
@@ -75,24 +128,25 @@ struct Sections {
     b_g2: usize,
 }
 
-fn parse_sections(path: &Path, bytes: &[u8]) -> Result<Sections> {
-    let mut c = Cursor { path, bytes, pos: 0 };
-    c.take(VK_FIXED, "the verifying key")?;
-    let (ic, _) = c.section("ic", G1_BYTES)?;
-    let vk_bytes = c.pos;
-    let (h, h_at) = c.section("h", G1_BYTES)?;
-    let (l, l_at) = c.section("l", G1_BYTES)?;
-    let (a, a_at) = c.section("a", G1_BYTES)?;
-    let (b_g1, b1_at) = c.section("b_g1", G1_BYTES)?;
-    let (b_g2, b2_at) = c.section("b_g2", G2_BYTES)?;
-    if c.pos != bytes.len() {
-        return Err(Error::params(path, format!("{} unexpected trailing bytes after the b_g2 section", bytes.len() - c.pos)));
+fn parse_sections(path: &Path, file: &File) -> Result<Sections> {
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut c = Headers { path, file, len, pos: 0 };
+    c.take(VK_FIXED as u64, "the verifying key")?;
+    let (ic, _) = c.section("ic", G1_BYTES as u64)?;
+    let vk_bytes = c.pos as usize;
+    let (h, h_at) = c.section("h", G1_BYTES as u64)?;
+    let (l, l_at) = c.section("l", G1_BYTES as u64)?;
+    let (a, a_at) = c.section("a", G1_BYTES as u64)?;
+    let (b_g1, b1_at) = c.section("b_g1", G1_BYTES as u64)?;
+    let (b_g2, b2_at) = c.section("b_g2", G2_BYTES as u64)?;
+    if c.pos != len {
+        return Err(Error::params(path, format!("{} unexpected trailing bytes after the b_g2 section", len - c.pos)));
     }
     if h == 0 || l == 0 {
         return Err(Error::params(path, "empty h or l section: not a Groth16 parameter file"));
     }
     Ok(Sections {
-        layout: ParamsLayout { ic, h, l, a, b_g1, b_g2, vk_bytes, file_bytes: c.pos },
+        layout: ParamsLayout { ic, h, l, a, b_g1, b_g2, vk_bytes, file_bytes: c.pos as usize },
         h: h_at,
         l: l_at,
         a: a_at,
@@ -101,17 +155,76 @@ fn parse_sections(path: &Path, bytes: &[u8]) -> Result<Sections> {
     })
 }
 
-fn map(path: &Path) -> Result<memmap2::Mmap> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: the file is only read; a concurrent writer could change the bytes under us,
-    // which at worst makes decoding fail with an error (every point is validated).
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+/// An open `.params` file whose headers were read and whose size matches them: what
+/// [`load_params`] does in two steps, so that a caller (or a test) can hold the file between
+/// the check and the load. The load reads every section by positional reads into owned
+/// buffers; a file truncated in between is an error that names it.
+#[derive(Debug)]
+pub struct ParamsFile {
+    path: std::path::PathBuf,
+    file: File,
+    sections: Sections,
+}
+
+impl ParamsFile {
+    /// Opens `path` and checks its structure (no point is read).
+    pub fn open(path: &Path) -> Result<ParamsFile> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let sections = parse_sections(path, &file)?;
+        Ok(ParamsFile { path: path.to_path_buf(), file, sections })
+    }
+
+    pub fn layout(&self) -> &ParamsLayout {
+        &self.sections.layout
+    }
+
+    /// Reads and decodes the whole file, on all cores.
+    pub fn load(&self) -> Result<(Parameters<Bls12>, ParamsLayout)> {
+        let (path, s, lay) = (self.path.as_path(), &self.sections, &self.sections.layout);
+        let mut vk_bytes = vec![0u8; lay.vk_bytes];
+        read_at(&self.file, path, &mut vk_bytes, 0)?;
+        let vk = VerifyingKey::read(&vk_bytes[..]).map_err(|e| Error::params(path, format!("bad verifying key: {e}")))?;
+        let g1 = |at: usize, n: usize, what: &str| self.section::<G1Affine, G1_BYTES>(what, at, n);
+        let h = g1(s.h, lay.h, "h")?;
+        let l = g1(s.l, lay.l, "l")?;
+        let a = g1(s.a, lay.a, "a")?;
+        let b_g1 = g1(s.b_g1, lay.b_g1, "b_g1")?;
+        let b_g2 = self.section::<G2Affine, G2_BYTES>("b_g2", s.b_g2, lay.b_g2)?;
+        let params = Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) };
+        Ok((params, lay.clone()))
+    }
+
+    /// The `n` points at byte offset `at`: each thread reads a chunk into its own buffer and
+    /// decodes it straight into its slots of the result.
+    fn section<P, const N: usize>(&self, what: &str, at: usize, n: usize) -> Result<Vec<P>>
+    where
+        P: UncompressedEncoding + PrimeCurveAffine + Send,
+    {
+        // Tests read in chunks of a few points, so that the chunk offsets are exercised.
+        const CHUNK: usize = if cfg!(test) { 3 } else { 1 << 14 };
+        let path = self.path.as_path();
+        let mut out: Vec<P> = Vec::with_capacity(n);
+        out.spare_capacity_mut()[..n].par_chunks_mut(CHUNK).enumerate().try_for_each_init(
+            || vec![0u8; CHUNK * N],
+            |buf, (i, slots)| {
+                let raw = &mut buf[..slots.len() * N];
+                read_at(&self.file, path, raw, (at + i * CHUNK * N) as u64)?;
+                for (j, (slot, bytes)) in slots.iter_mut().zip(raw.chunks_exact(N)).enumerate() {
+                    slot.write(decode_point::<P>(path, what, i * CHUNK + j, bytes)?);
+                }
+                Ok::<(), Error>(())
+            },
+        )?;
+        // SAFETY: every one of the first n slots was written above (the loop returned Ok only
+        // after every chunk, and the chunks cover all n slots).
+        unsafe { out.set_len(n) };
+        Ok(out)
+    }
 }
 
 /// Checks a `.params` file's structure without decoding any point.
 pub fn check_params_file(path: &Path) -> Result<ParamsLayout> {
-    let m = map(path)?;
-    Ok(parse_sections(path, &m)?.layout)
+    Ok(ParamsFile::open(path)?.sections.layout)
 }
 
 /// Checks a `.vk` file's structure.
@@ -137,40 +250,25 @@ pub fn load_vk(path: &Path) -> Result<VerifyingKey<Bls12>> {
     VerifyingKey::read(&bytes[..]).map_err(|e| Error::params(path, format!("bad verifying key: {e}")))
 }
 
-fn decode<P, const N: usize>(path: &Path, what: &str, bytes: &[u8]) -> Result<Vec<P>>
+/// Point `i` of section `what` from its uncompressed bytes: on the curve and not infinity.
+fn decode_point<P>(path: &Path, what: &str, i: usize, bytes: &[u8]) -> Result<P>
 where
-    P: UncompressedEncoding + PrimeCurveAffine + Send,
+    P: UncompressedEncoding + PrimeCurveAffine,
 {
-    bytes
-        .par_chunks(N)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut raw = P::Uncompressed::default();
-            raw.as_mut().copy_from_slice(chunk);
-            let p: Option<P> = P::from_uncompressed_unchecked(&raw).into();
-            match p {
-                Some(p) if !bool::from(p.is_identity()) => Ok(p),
-                Some(_) => Err(Error::params(path, format!("{what} point {i} is the point at infinity"))),
-                None => Err(Error::params(path, format!("{what} point {i} is not on the curve"))),
-            }
-        })
-        .collect()
+    let mut raw = P::Uncompressed::default();
+    raw.as_mut().copy_from_slice(bytes);
+    let p: Option<P> = P::from_uncompressed_unchecked(&raw).into();
+    match p {
+        Some(p) if !bool::from(p.is_identity()) => Ok(p),
+        Some(_) => Err(Error::params(path, format!("{what} point {i} is the point at infinity"))),
+        None => Err(Error::params(path, format!("{what} point {i} is not on the curve"))),
+    }
 }
 
-/// Loads a whole `.params` file into memory, decoding points on all cores.
+/// Loads a whole `.params` file into memory, decoding points on all cores
+/// ([`ParamsFile::open`] then [`ParamsFile::load`]).
 pub fn load_params(path: &Path) -> Result<(Parameters<Bls12>, ParamsLayout)> {
-    let m = map(path)?;
-    let s = parse_sections(path, &m)?;
-    let vk = VerifyingKey::read(&m[..s.layout.vk_bytes]).map_err(|e| Error::params(path, format!("bad verifying key: {e}")))?;
-    let lay = &s.layout;
-    let g1 = |at: usize, n: usize, what: &str| decode::<G1Affine, 96>(path, what, &m[at..at + n * G1_BYTES]);
-    let h = g1(s.h, lay.h, "h")?;
-    let l = g1(s.l, lay.l, "l")?;
-    let a = g1(s.a, lay.a, "a")?;
-    let b_g1 = g1(s.b_g1, lay.b_g1, "b_g1")?;
-    let b_g2 = decode::<G2Affine, 192>(path, "b_g2", &m[s.b_g2..s.b_g2 + lay.b_g2 * G2_BYTES])?;
-    let params = Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) };
-    Ok((params, s.layout))
+    ParamsFile::open(path)?.load()
 }
 
 use crate::atomic::write_atomically;
@@ -264,6 +362,26 @@ mod tests {
         longer.push(0);
         std::fs::write(&p, &longer).unwrap();
         assert!(check_params_file(&p).unwrap_err().to_string().contains("trailing"));
+    }
+
+    #[test]
+    fn a_file_truncated_underneath_the_loader_is_an_error_not_a_crash() {
+        // The size was checked against the headers when the file was opened; another process
+        // then cuts it (in the verifying key, in the h section, in the last section). A
+        // mapping would take SIGBUS on the missing pages; the loader must answer an error.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.params");
+        write_params(&p, &small_params()).unwrap();
+        let full = std::fs::read(&p).unwrap();
+        let layout = check_params_file(&p).unwrap();
+        for cut in [0, layout.vk_bytes / 2, layout.vk_bytes + 4 + G1_BYTES / 2, full.len() - 1] {
+            std::fs::write(&p, &full).unwrap();
+            let open = ParamsFile::open(&p).unwrap();
+            assert_eq!(open.layout(), &layout);
+            std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(cut as u64).unwrap();
+            let err = open.load().err().expect("a truncated file must not load").to_string();
+            assert!(err.contains("t.params") && err.contains("shrank"), "cut {cut}: {err}");
+        }
     }
 
     #[test]
