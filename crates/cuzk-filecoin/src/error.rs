@@ -13,7 +13,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A C1 output file is unreadable, malformed or inconsistent.
     #[error("{}: {reason}", path.display())]
-    C1 { path: PathBuf, reason: String },
+    C1 {
+        /// The C1 file (or the metadata file next to it).
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A sector size or registered proof that cuzk does not support, or that does not match.
     #[error("sector size: {0}")]
     SectorSize(String),

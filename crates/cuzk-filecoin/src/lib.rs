@@ -54,6 +54,7 @@ use std::sync::Arc;
 /// and shared by every request.
 #[derive(Clone, Debug)]
 pub struct Kinds {
+    /// PoRep commit phase 2.
     pub porep: Arc<PorepC2>,
 }
 

@@ -26,14 +26,21 @@ use crate::{Error, Result};
 /// their Rust type depends on the sector's tree shape.
 #[derive(Clone, Debug)]
 pub struct C1 {
+    /// The file the C1 was read from (named in every error about it).
     pub path: PathBuf,
+    /// The registered proof: the file's own for the lotus form, the caller's expectation for the plain form.
     pub registered_proof: RegisteredSealProof,
     /// True for the filecoin-proofs-api (lotus) form.
     pub wrapped: bool,
+    /// The replica commitment comm_r.
     pub comm_r: [u8; 32],
+    /// The unsealed-data commitment comm_d.
     pub comm_d: [u8; 32],
+    /// The replica id the sector was sealed with (checked against the sector identity by [`prepare`]).
     pub replica_id: DefaultTreeDomain,
+    /// The interactive seed (randomness drawn after pre-commit).
     pub seed: [u8; 32],
+    /// The sealing ticket.
     pub ticket: [u8; 32],
     /// Made by `cuzk gen-c1 --synthetic` ([`super::synthetic`]): real structure, random
     /// contents; its circuits are not satisfied and no proof of it verifies.
@@ -206,9 +213,13 @@ impl C1 {
 
 /// Everything filecoin-proofs needs to build and check the partition circuits of one C1.
 pub struct Prepared<Tree: 'static + MerkleTreeTrait> {
+    /// filecoin-proofs' PoRep configuration of the registered proof.
     pub config: PoRepConfig,
+    /// The public inputs of every partition circuit.
     pub public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    /// The public parameters of the stacked DRG proof (graph, challenges, layers).
     pub public_params: compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+    /// The vanilla proofs, one list of challenge proofs per partition.
     pub vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
 }
 

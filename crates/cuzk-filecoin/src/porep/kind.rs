@@ -30,7 +30,9 @@ use crate::{Error, Result};
 /// One PoRep C2 request: a loaded C1 and the sector it belongs to.
 #[derive(Debug)]
 pub struct PorepInput {
+    /// The parsed (and cheaply checked) C1 output.
     pub c1: C1,
+    /// The miner and sector the C1 claims to be for.
     pub identity: SectorIdentity,
 }
 
@@ -42,6 +44,7 @@ pub struct PorepC2 {
 }
 
 impl PorepC2 {
+    /// The kind with its PCE cache files in `pce_cache_dir`, witnesses computed as `witness` says.
     pub fn new(pce_cache_dir: PathBuf, witness: WitnessMode) -> Self {
         PorepC2 { pce_cache_dir, witness }
     }
@@ -57,6 +60,7 @@ impl PorepC2 {
         self
     }
 
+    /// How this kind computes partition witnesses.
     pub fn witness_mode(&self) -> WitnessMode {
         self.witness
     }

@@ -17,8 +17,11 @@ use cuzk_core::params::{self, ParamsLayout};
 pub struct ParamPaths {
     /// filecoin-proofs' cache identifier, e.g. `stacked-proof-of-replication-...`.
     pub id: String,
+    /// The Groth16 parameter file (`.params`).
     pub params: PathBuf,
+    /// The verifying-key file (`.vk`).
     pub vk: PathBuf,
+    /// filecoin-proofs' metadata file (`.meta`) of the parameter set.
     pub meta: PathBuf,
     /// Present only next to test parameters that cuzk generated.
     pub test_marker: PathBuf,
@@ -35,6 +38,7 @@ impl ParamPaths {
         Ok(ParamPaths { id, params, vk, meta, test_marker })
     }
 
+    /// The lock file held while test parameters are generated, so concurrent processes generate them once.
     pub fn lock_path(&self) -> PathBuf {
         self.params.with_extension("cuzk-lock")
     }

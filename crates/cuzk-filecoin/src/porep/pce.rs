@@ -61,8 +61,10 @@ fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredSealProof) -> R
 /// comparison.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WitnessMode {
+    /// Witnesses computed natively on machine words ([`super::witness`]).
     #[default]
     Native,
+    /// Witnesses computed by the circuit's own gadgets through a [`WitnessCs`].
     Gadgets,
 }
 
@@ -203,18 +205,28 @@ fn repeat<T: Clone>(v: Vec<T>, n: usize) -> Vec<T> {
 /// The native and gadget witnesses of one partition side by side ([`compare_modes`]).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ModeComparison {
+    /// The partition compared.
     pub partition: usize,
+    /// Pieces (one per challenge) the partition's witness was computed in.
     pub pieces: usize,
-    /// Inputs and aux of the pieces together (the common part counted once per piece).
+    /// Input values of the pieces together, ONE included (the common part counted once per
+    /// piece).
     pub inputs: usize,
+    /// Aux values of the pieces together, counted the same way.
     pub aux: usize,
+    /// Wall seconds of the native witness.
     pub native_seconds: f64,
+    /// CPU seconds (all threads) of the native witness.
     pub native_cpu_seconds: f64,
+    /// Wall seconds of the gadget witness.
     pub gadget_seconds: f64,
+    /// CPU seconds (all threads) of the gadget witness.
     pub gadget_cpu_seconds: f64,
     /// Pieces whose native and gadget witnesses differ in any input or aux value.
     pub differing_pieces: usize,
+    /// Input and aux values that differ, over all pieces.
     pub differing_values: usize,
+    /// The rayon threads the pieces ran on.
     pub threads: usize,
 }
 

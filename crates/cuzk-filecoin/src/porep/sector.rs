@@ -74,15 +74,19 @@ pub fn prover_id(miner_id: u64) -> [u8; 32] {
 /// Which sector a proof is for: the miner (prover id) and the sector number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SectorIdentity {
+    /// The miner's actor id (`f0…` without the prefix).
     pub miner_id: u64,
+    /// The sector's number within the miner.
     pub sector_number: u64,
 }
 
 impl SectorIdentity {
+    /// The 32-byte prover id of the miner (see [`prover_id`]).
     pub fn prover_id(&self) -> [u8; 32] {
         prover_id(self.miner_id)
     }
 
+    /// The sector number as filecoin-proofs' [`SectorId`].
     pub fn sector_id(&self) -> SectorId {
         SectorId::from(self.sector_number)
     }
@@ -91,14 +95,21 @@ impl SectorIdentity {
 /// What `verify_seal` needs besides the proof, saved next to a generated C1 file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SectorMeta {
+    /// The registered proof the C1 was sealed under.
     pub registered_proof: RegisteredSealProof,
+    /// The miner's actor id.
     pub miner_id: u64,
+    /// The sector's number within the miner.
     pub sector_number: u64,
     /// Hex of the 32-byte prover id (derived from `miner_id`).
     pub prover_id: String,
+    /// Hex of comm_r.
     pub comm_r: String,
+    /// Hex of comm_d.
     pub comm_d: String,
+    /// Hex of the sealing ticket.
     pub ticket: String,
+    /// Hex of the interactive seed.
     pub seed: String,
     /// The command that produced the C1 file.
     #[serde(default)]
@@ -106,6 +117,7 @@ pub struct SectorMeta {
 }
 
 impl SectorMeta {
+    /// The sector identity the metadata names.
     pub fn identity(&self) -> SectorIdentity {
         SectorIdentity { miner_id: self.miner_id, sector_number: self.sector_number }
     }

@@ -12,12 +12,14 @@ use crate::{Error, Result};
 /// The outcome of verifying one proof.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
+    /// The verifier accepted the proof.
     Valid,
     /// Why the proof was rejected.
     Invalid(String),
 }
 
 impl Verdict {
+    /// Whether the proof verified.
     pub fn is_valid(&self) -> bool {
         matches!(self, Verdict::Valid)
     }

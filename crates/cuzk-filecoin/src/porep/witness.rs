@@ -29,11 +29,17 @@ type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
 /// What one partition circuit is made of (the fields `StackedCompound::circuit` fills in).
 pub struct Partition<Tree: 'static + MerkleTreeTrait> {
+    /// The sector's replica id.
     pub replica_id: Domain<Tree>,
+    /// The unsealed-data commitment comm_d.
     pub comm_d: <Sha256Hasher as Hasher>::Domain,
+    /// The replica commitment comm_r (`H(comm_c, comm_r_last)`).
     pub comm_r: Domain<Tree>,
+    /// The root of the replica's Merkle tree.
     pub comm_r_last: Domain<Tree>,
+    /// The root of the column commitments' tree.
     pub comm_c: Domain<Tree>,
+    /// The partition's challenge proofs.
     pub proofs: Vec<VanillaProof<Tree, Sha256Hasher>>,
 }
 
