@@ -38,6 +38,8 @@
 //! # Ok::<(), cuzk_core::backend::BackendError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 // sppark's own device table (select_gpu, all_gpus) is in its native library: keep the crate
 // linked although no Rust item of it is used.
 #[cfg(feature = "cuda")]

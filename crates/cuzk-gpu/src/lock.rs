@@ -17,6 +17,7 @@ pub struct DeviceLock<T> {
 }
 
 impl<T> DeviceLock<T> {
+    /// An unlocked lock holding `value` (`const`, so it can be a `static`).
     pub const fn new(value: T) -> Self {
         DeviceLock { inner: Mutex::new(value), recoveries: AtomicU64::new(0) }
     }
