@@ -2,7 +2,8 @@
 //! drift from it unnoticed:
 //! - `cuzk.example.toml` loads through [`DaemonConfig::load`] (unknown keys and bad values are
 //!   refused there), and every key that `DaemonConfig::default().render()` prints is set in it
-//!   with a comment directly above it: a new config key fails this test until it is documented;
+//!   with a comment directly above it: a new config key fails this test until it is documented
+//!   (and the values are the defaults, as the file says, so a changed default fails it too);
 //! - `grafana-dashboard.json` is JSON, every metric its PromQL expressions (and its variables'
 //!   `label_values` queries) name is one that [`cuzk_daemon::metrics::render`] exports, and every
 //!   exported metric is shown by at least one panel; the alert rules in `cuzk-alerts.yml` use
@@ -68,6 +69,9 @@ fn the_example_config_loads_and_sets_and_explains_every_key() {
     // No environment: the file alone must be a valid config.
     let cfg = DaemonConfig::load(Some(&path), |_| None).unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
     cfg.validate().unwrap();
+    // The file says every key is set to its default (its comments quote them): a changed
+    // default must change the example too.
+    assert_eq!(cfg, DaemonConfig::default(), "deploy/cuzk.example.toml no longer equals the defaults (update its values and comments)");
 
     let mut want = BTreeSet::new();
     dotted_keys(&DaemonConfig::default().render().parse::<toml::Table>().unwrap(), "", &mut want);
