@@ -4,7 +4,7 @@
 //!
 //! This file only declares the command line and dispatches: each subcommand lives in its own
 //! module under [`cmd`], shared flags in [`args`], shared file handling in [`input`], the
-//! process's configuration in [`context`], the benchmarks' measuring in [`bench`].
+//! process's configuration in [`context`], the benchmarks' measuring in [`mod@bench`].
 
 use std::process::ExitCode;
 
