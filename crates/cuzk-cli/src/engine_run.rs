@@ -61,7 +61,7 @@ impl PartitionWatch {
                 let progress = Progress::start(task, "partitions", total);
                 loop {
                     let done = flag.load(Ordering::Relaxed);
-                    progress.set(trace.events().iter().filter(|e| e.stage == "prove").count() as u64);
+                    progress.set(partitions_proved(&trace));
                     if done {
                         break;
                     }
@@ -71,6 +71,14 @@ impl PartitionWatch {
             .ok();
         PartitionWatch { stop, thread }
     }
+}
+
+/// Distinct (proof, partition) pairs with a `prove` event: a partition retried on the CPU
+/// after a device failure has two.
+fn partitions_proved(trace: &Trace) -> u64 {
+    let proved: std::collections::HashSet<(u64, usize)> =
+        trace.events().iter().filter(|e| e.stage == "prove").map(|e| (e.proof, e.partition)).collect();
+    proved.len() as u64
 }
 
 impl Drop for PartitionWatch {

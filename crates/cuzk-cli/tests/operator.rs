@@ -68,7 +68,19 @@ fn a_c1_claimed_for_another_size_is_named_before_the_missing_parameters() {
     std::fs::create_dir(&empty_params).unwrap();
     let out = dir.path().join("p.proof");
     let o = cuzk(
-        &["prove", "--c1", plain.to_str().unwrap(), "--sector-size", "8MiB", "--miner-id", "1000", "--sector-number", "1", "--out", out.to_str().unwrap()],
+        &[
+            "prove",
+            "--c1",
+            plain.to_str().unwrap(),
+            "--sector-size",
+            "8MiB",
+            "--miner-id",
+            "1000",
+            "--sector-number",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
         &[("FIL_PROOFS_PARAMETER_CACHE", &empty_params)],
     );
     let err = text(&o.stderr);
