@@ -2,9 +2,13 @@
 //! the circuit identity (everything the topology depends on, as its proof kind states it), the
 //! payload length and the payload's SHA-256 — followed by the zstd-compressed bincode of the
 //! [`PreCompiledCircuit`]. Files are written to a temporary file and renamed, under a lock
-//! file, so two processes building at once leave one valid file. On load the file is mapped
-//! with memmap2 and streamed through the decoder; a foreign, stale, truncated or corrupt file
-//! (and one whose contents are inconsistent) is reported in one log line and rebuilt.
+//! file, so two processes building at once leave one valid file. On load the header is
+//! checked against the file's size first; the payload is then read (no mapping, so a file
+//! truncated underneath the reader is `Truncated`, never a SIGBUS), hashed and decompressed as
+//! it streams, into exactly the size its zstd frame header claims, which must be within
+//! [`MAX_DECODED_BYTES`] and [`MAX_RATIO`] times the payload (a zip bomb is refused before any
+//! decompression). A foreign, stale, truncated, oversized or corrupt file (and one whose
+//! contents are inconsistent) is reported in one log line and rebuilt.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -26,8 +30,16 @@ pub enum Reject {
     Foreign,
     Version(u32),
     Stale,
-    Truncated { have: u64, want: u64 },
+    Truncated {
+        have: u64,
+        want: u64,
+    },
     Checksum,
+    /// The payload claims to decompress to more than the bounds allow (a zip bomb).
+    Oversized {
+        claimed: u64,
+        limit: u64,
+    },
     Corrupt(String),
 }
 
@@ -40,6 +52,9 @@ impl std::fmt::Display for Reject {
             Reject::Stale => write!(f, "built for another circuit identity (stale)"),
             Reject::Truncated { have, want } => write!(f, "truncated: {have} bytes, header says {want}"),
             Reject::Checksum => write!(f, "checksum mismatch (corrupt)"),
+            Reject::Oversized { claimed, limit } => {
+                write!(f, "the payload claims {claimed} bytes decompressed, over the limit of {limit} (refused before decompressing)")
+            }
             Reject::Corrupt(why) => write!(f, "corrupt contents: {why}"),
         }
     }
@@ -57,49 +72,152 @@ pub fn identity_hash(identity: &str) -> [u8; 32] {
     Sha256::digest(identity.as_bytes()).into()
 }
 
-/// Tries to load `path` for `identity`.
+/// Most bytes a cache payload may decompress to: the 32 GiB PoRep partition's PCE is
+/// 5.5 GiB in memory, so 64 GiB leaves room for larger circuits and none for a zip bomb.
+pub const MAX_DECODED_BYTES: u64 = 64 << 30;
+/// Most decompressed bytes per compressed byte: real PCEs compress about 3:1; zstd can reach
+/// over 30 000:1 on a crafted frame.
+pub const MAX_RATIO: u64 = 256;
+
+/// An open cache file whose header was checked (magic, version, identity, and the file's size
+/// against the payload length it declares): [`load`] in two steps, so that a caller (or a
+/// test) can hold the file between the check and the read.
+#[derive(Debug)]
+pub struct CacheFile {
+    file: std::fs::File,
+    len: u64,
+    checksum: [u8; 32],
+}
+
+impl CacheFile {
+    /// Opens `path` and checks its header for `identity`; nothing of the payload is read.
+    pub fn open(path: &Path, identity: &str) -> std::result::Result<CacheFile, Reject> {
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return Err(Reject::Missing);
+        };
+        let have = file.metadata().map_err(|e| Reject::Corrupt(e.to_string()))?.len();
+        let mut header = [0u8; HEADER];
+        let got = read_up_to(&mut file, &mut header).map_err(|e| Reject::Corrupt(e.to_string()))?;
+        let header = &header[..got];
+        if header.len() < 8 || &header[..8] != MAGIC {
+            return Err(if header.len() < 8 && MAGIC.starts_with(header) {
+                Reject::Truncated { have, want: HEADER as u64 }
+            } else {
+                Reject::Foreign
+            });
+        }
+        if header.len() < HEADER {
+            return Err(Reject::Truncated { have, want: HEADER as u64 });
+        }
+        let version = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        if version != FORMAT_VERSION {
+            return Err(Reject::Version(version));
+        }
+        if header[12..44] != identity_hash(identity) {
+            return Err(Reject::Stale);
+        }
+        let len = u64::from_le_bytes(header[44..52].try_into().unwrap());
+        let want = (HEADER as u64).saturating_add(len);
+        if have != want {
+            return Err(Reject::Truncated { have, want });
+        }
+        Ok(CacheFile { file, len, checksum: header[52..84].try_into().unwrap() })
+    }
+
+    /// Reads the payload (owned reads, no mapping: a file truncated since [`CacheFile::open`]
+    /// is `Truncated`, never a SIGBUS), checking its checksum, decompressing it within the
+    /// size its zstd frame header claims (bounded by [`MAX_DECODED_BYTES`] and
+    /// [`MAX_RATIO`]), and decoding and validating the PCE.
+    pub fn read(mut self) -> std::result::Result<PreCompiledCircuit, Reject> {
+        let claimed = self.claimed_size()?;
+        let source = Hashing { inner: std::io::Read::take(&mut self.file, self.len), hasher: Sha256::new(), read: 0 };
+        let mut decoder = zstd::stream::read::Decoder::new(source).map_err(|e| Reject::Corrupt(e.to_string()))?;
+        let decoded = read_exactly(&mut decoder, claimed);
+        // The rest of the payload (zstd may stop before its end) goes through the checksum too.
+        let mut source = decoder.finish();
+        let drained = std::io::copy(&mut source, &mut std::io::sink());
+        let source = source.into_inner();
+        if source.read < self.len {
+            return Err(Reject::Truncated { have: HEADER as u64 + source.read, want: HEADER as u64 + self.len });
+        }
+        drained.map_err(|e| Reject::Corrupt(e.to_string()))?;
+        if <[u8; 32]>::from(source.hasher.finalize()) != self.checksum {
+            return Err(Reject::Checksum);
+        }
+        let raw = decoded?;
+        let pce: PreCompiledCircuit = bincode::deserialize(&raw).map_err(|e| Reject::Corrupt(e.to_string()))?;
+        drop(raw);
+        validate(&pce).map_err(Reject::Corrupt)?;
+        Ok(pce)
+    }
+
+    /// The decompressed size the payload's zstd frame header claims, refused when absent or
+    /// over the bounds.
+    fn claimed_size(&self) -> std::result::Result<u64, Reject> {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0u8; 18];
+        let n = (self.len as usize).min(head.len());
+        if self.file.read_exact_at(&mut head[..n], HEADER as u64).is_err() {
+            let have = self.file.metadata().map_or(0, |m| m.len());
+            return Err(Reject::Truncated { have, want: HEADER as u64 + self.len });
+        }
+        let claimed = match zstd::zstd_safe::get_frame_content_size(&head[..n]) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(Reject::Corrupt("the zstd frame header does not state the decompressed size".into())),
+            Err(_) => return Err(Reject::Corrupt("the payload does not start with a zstd frame header".into())),
+        };
+        let limit = MAX_DECODED_BYTES.min(self.len.saturating_mul(MAX_RATIO));
+        if claimed > limit {
+            return Err(Reject::Oversized { claimed, limit });
+        }
+        Ok(claimed)
+    }
+}
+
+/// Fills `buf` as far as the file goes; the byte count.
+fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+/// Exactly `claimed` decompressed bytes, and not one more.
+fn read_exactly(decoder: &mut impl std::io::Read, claimed: u64) -> std::result::Result<Vec<u8>, Reject> {
+    let size = usize::try_from(claimed).map_err(|_| Reject::Oversized { claimed, limit: usize::MAX as u64 })?;
+    let mut raw = vec![0u8; size];
+    decoder.read_exact(&mut raw).map_err(|e| Reject::Corrupt(format!("decompressing {claimed} claimed bytes: {e}")))?;
+    let mut extra = [0u8; 1];
+    match decoder.read(&mut extra) {
+        Ok(0) => Ok(raw),
+        Ok(_) => Err(Reject::Corrupt(format!("the payload decompresses to more than the {claimed} bytes its frame header claims"))),
+        Err(e) => Err(Reject::Corrupt(format!("decompressing: {e}"))),
+    }
+}
+
+/// A reader that hashes and counts what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    read: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Tries to load `path` for `identity` ([`CacheFile::open`] then [`CacheFile::read`]).
 pub fn load(path: &Path, identity: &str) -> std::result::Result<PreCompiledCircuit, Reject> {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Err(Reject::Missing);
-    };
-    // SAFETY: read-only map; a concurrent writer only ever renames a complete new file over
-    // this path, which leaves our mapping of the old inode intact.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Reject::Corrupt(e.to_string()))?;
-    let have = map.len() as u64;
-    if map.len() < 8 || &map[..8] != MAGIC {
-        return Err(if map.len() < 8 && MAGIC.starts_with(&map[..]) {
-            Reject::Truncated { have, want: HEADER as u64 }
-        } else {
-            Reject::Foreign
-        });
-    }
-    if map.len() < HEADER {
-        return Err(Reject::Truncated { have, want: HEADER as u64 });
-    }
-    let version = u32::from_le_bytes(map[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
-        return Err(Reject::Version(version));
-    }
-    if map[12..44] != identity_hash(identity) {
-        return Err(Reject::Stale);
-    }
-    let len = u64::from_le_bytes(map[44..52].try_into().unwrap());
-    let want = HEADER as u64 + len;
-    if have != want {
-        return Err(Reject::Truncated { have, want });
-    }
-    let payload = &map[HEADER..];
-    let sum: [u8; 32] = Sha256::digest(payload).into();
-    if map[52..84] != sum {
-        return Err(Reject::Checksum);
-    }
-    // Decompressing in one go and decoding from the slice is several times faster than
-    // decoding through the streaming reader.
-    let raw = zstd::decode_all(payload).map_err(|e| Reject::Corrupt(e.to_string()))?;
-    let pce: PreCompiledCircuit = bincode::deserialize(&raw).map_err(|e| Reject::Corrupt(e.to_string()))?;
-    drop(raw);
-    validate(&pce).map_err(Reject::Corrupt)?;
-    Ok(pce)
+    CacheFile::open(path, identity)?.read()
 }
 
 /// Structural consistency, so that a file with a valid checksum but impossible contents can

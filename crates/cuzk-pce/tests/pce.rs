@@ -172,23 +172,44 @@ fn concurrent_builders_build_once_and_leave_one_valid_file() {
 
 #[test]
 fn registry_hands_out_one_copy() {
-    // A large synthetic PCE, so that a second copy would show in RSS.
+    // Four threads ask for the same PCE at once (a barrier lines them up; the build takes
+    // 100 ms, so the others arrive during it): it must be built once and every thread must
+    // get that one allocation. Its arrays are written, not left as untouched zero pages, so
+    // the copy is resident and shows in RSS: at least most of one copy, less than two.
+    const N: usize = 16 << 20;
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    static REGISTRY: Registry<PreCompiledCircuit> = Registry::new();
     let big = || {
+        BUILDS.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let mut p = sample();
-        p.a.cols = vec![0; 48 << 20];
-        p.a.coeff_idx = vec![0; 48 << 20];
+        p.a.cols = (0..N as u32).collect();
+        p.a.coeff_idx = vec![1; N];
         Ok::<_, ()>(p)
     };
-    static REGISTRY: Registry<PreCompiledCircuit> = Registry::new();
     let before = cuzk_core::mem::snapshot().rss_bytes;
-    let t1 = std::thread::spawn(move || REGISTRY.get_or_init("big", big).unwrap());
-    let t2 = std::thread::spawn(move || REGISTRY.get_or_init("big", big).unwrap());
-    let (a, b) = (t1.join().unwrap(), t2.join().unwrap());
-    assert!(Arc::ptr_eq(&a, &b));
-    let after = cuzk_core::mem::snapshot().rss_bytes;
-    let one_copy = (48u64 << 20) * 6;
-    let grew = after.saturating_sub(before);
+    let barrier = Arc::new(std::sync::Barrier::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                REGISTRY.get_or_init("big", big).unwrap()
+            })
+        })
+        .collect();
+    let got: Vec<Arc<PreCompiledCircuit>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(BUILDS.load(Ordering::SeqCst), 1, "concurrent first users must wait for one build");
+    for g in &got {
+        assert!(Arc::ptr_eq(g, &got[0]), "every user must get the same Arc");
+        assert_eq!(g.a.cols.as_ptr(), got[0].a.cols.as_ptr(), "and so the same matrix memory");
+    }
+    assert_eq!(Arc::strong_count(&got[0]), got.len() + 1, "four users and the registry: no other copy");
+    let grew = cuzk_core::mem::snapshot().rss_bytes.saturating_sub(before);
+    let one_copy = (N * 2 * std::mem::size_of::<u32>()) as u64;
+    assert!(grew >= one_copy / 2, "the PCE's touched pages must be resident (RSS grew {grew}, one copy is {one_copy})");
     assert!(grew < one_copy + one_copy / 2, "RSS grew {grew} bytes for one {one_copy}-byte PCE");
     let c = REGISTRY.get_or_init::<()>("big", || panic!("already built")).unwrap();
-    assert!(Arc::ptr_eq(&a, &c));
+    assert!(Arc::ptr_eq(&got[0], &c));
+    assert_eq!(BUILDS.load(Ordering::SeqCst), 1);
 }
