@@ -27,7 +27,8 @@ use crate::PipelineError;
 /// parameter set.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CircuitId {
-    /// Short readable name for file names, logs and metrics (e.g. `porep-32g`).
+    /// Short readable name for file names, logs and metrics (PoRep uses the registered proof,
+    /// e.g. `StackedDrg32GiBV1_1`).
     pub name: String,
     /// Everything the topology depends on; two circuits with equal identities must have equal constraint systems.
     pub identity: String,
