@@ -172,8 +172,13 @@ fn meminfo() -> Option<(u64, u64)> {
     Some((field("MemTotal:")?, field("MemAvailable:")?))
 }
 
+/// `b` bytes in KiB, MiB or GiB, whichever reads best.
 fn gib(b: u64) -> String {
-    format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+    match b {
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
 }
 
 /// The verdicts, from what was measured.
