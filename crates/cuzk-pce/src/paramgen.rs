@@ -75,11 +75,11 @@ pub struct GenReport {
     pub h: usize,
     /// Points of the L query (one per aux).
     pub l: usize,
-    /// Points of the A query (non-zero ones only).
+    /// Points of the A query (every input, and the aux variables that occur in A).
     pub a: usize,
-    /// Points of the B query in G1 (non-zero ones only).
+    /// Points of the B query in G1 (the inputs and aux variables that occur in B).
     pub b_g1: usize,
-    /// Points of the B query in G2.
+    /// Points of the B query in G2 (as many as in G1).
     pub b_g2: usize,
     /// Seconds spent recording the circuit (zero when a PCE was given).
     pub synthesis_s: f64,

@@ -108,7 +108,7 @@ impl Mismatches {
     }
 }
 
-/// Positions where two vectors differ, plus the difference of their lengths.
+/// How many positions two vectors differ at, plus the difference of their lengths.
 pub fn diff(x: &[Scalar], y: &[Scalar]) -> usize {
     x.iter().zip(y).filter(|(a, b)| a != b).count() + x.len().abs_diff(y.len())
 }
