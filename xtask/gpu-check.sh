@@ -19,6 +19,8 @@
 #              `cuzk client` and stopped with SIGTERM (exit 0 expected)
 #   witness    `cuzk bench pce` with 1 and 16 circuits, `cuzk bench witness` (namespace
 #              profile), and a freshly sealed 8 MiB sector through `cuzk bench pce`
+#   doctor     `cuzk doctor`: build, GPUs, driver, parameter files, PCE cache, disk and memory
+#              (exit 0 expected: the test parameters only WARN)
 #   faults     a CUDA daemon with CUZK_INJECT_FAULT="device-error;corrupt-msm,skip=1" and
 #              CUZK_ON_DEVICE_ERROR=retry-cpu: job 1 must complete (retried on the CPU), job 2
 #              must fail verification and leave no proof file, job 3 must complete; both
@@ -101,6 +103,7 @@ for s in $STEPS; do
       kill -TERM "$dpid"; wait "$dpid"; drc=$?
       echo "faults daemon exit after SIGTERM: $drc" | tee -a "$out/faults-serve.log"
       [ "$drc" -eq 0 ] || rc=$drc ;;
+    doctor) step doctor "${DOCTOR_TIMEOUT:-600}" ./cuzk doctor ;;
     scaling) step scaling "${SCALING_TIMEOUT:-300}" ./cuzk bench backend --backend cuda --min-log 20 --max-log "$MAX_LOG" --json "$out/scaling.json" ;;
     *) echo "unknown step $s"; rc=2 ;;
   esac
