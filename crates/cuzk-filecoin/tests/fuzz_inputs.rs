@@ -3,8 +3,8 @@
 //! header (truncation, byte flips, spliced garbage, huge length fields) must give an error
 //! naming the file, or parse — never panic, and never allocate from a length field (the
 //! params reader only ever compares counts against the bytes present). Also runs the committed
-//! corpus `fixtures/bad-inputs/manifest.json`: every file there must be rejected with its
-//! listed message. CI runs 64 cases per property; `PROPTEST_CASES=N` runs more.
+//! corpus `fixtures/bad-inputs/manifest.json`: every file there must be listed with a
+//! non-empty message and be rejected with it. CI runs 64 cases per property; `PROPTEST_CASES=N` runs more.
 
 use std::path::{Path, PathBuf};
 
@@ -117,6 +117,17 @@ struct Case {
 fn committed_corpus_is_rejected_with_its_messages() {
     let dir = root().join("fixtures/bad-inputs");
     let cases: Vec<Case> = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    // Every entry names its message (an empty one is contained in every error, so it would
+    // pass whatever the reader said), and every file of the corpus has an entry.
+    for c in &cases {
+        assert!(!c.error.trim().is_empty(), "{}: the manifest names no expected message", c.file);
+        assert!(dir.join(&c.file).is_file(), "{}: listed but missing", c.file);
+    }
+    let listed: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.file.as_str()).collect();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(name == "manifest.json" || listed.contains(name.as_str()), "{name}: in the corpus but not in the manifest");
+    }
     let mut seen = 0;
     for c in cases.iter().filter(|c| c.kind != "pce") {
         let p = dir.join(&c.file);

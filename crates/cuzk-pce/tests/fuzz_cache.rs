@@ -102,6 +102,7 @@ fn committed_corpus_pce_files_are_rejected_with_their_messages() {
     let cases: Vec<Case> = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     let mut seen = 0;
     for c in cases.iter().filter(|c| c.kind == "pce") {
+        assert!(!c.error.trim().is_empty(), "{}: the manifest names no expected message", c.file);
         let r: Reject = cache::load(&dir.join(&c.file), "fuzz").unwrap_err();
         assert!(r.to_string().contains(&c.error), "{}: {r} lacks {:?}", c.file, c.error);
         seen += 1;
