@@ -1,4 +1,5 @@
-//! The PCE of the real 2 KiB PoRep circuit: witness + mat-vec equals the reference full
+//! The PCE of the real 2 KiB PoRep circuit: its row and input counts equal those bellperson's
+//! own counting constraint system gives the blank circuit; witness + mat-vec equals the reference full
 //! synthesis bit for bit on the bundled sector and on a freshly sealed one, the witness
 //! satisfies the recorded constraints, the fresh sector proves on the new path with a proof
 //! `verify_seal` accepts, and the compact format stays within 10 bytes per
@@ -60,6 +61,22 @@ fn check_witnesses(pce: &cuzk_pce::PreCompiledCircuit, ws: &[cuzk_witness::Witne
     }
 }
 
+/// (rows, inputs) of `rp`'s blank partition circuit as bellperson's own counting constraint
+/// system (`BenchCS`) sees it: its constraints plus the one row per input (ONE included) that
+/// bellperson's prover adds.
+fn counted_by_bellperson<Tree: 'static + MerkleTreeTrait>(rp: cuzk_filecoin::porep::RegisteredSealProof) -> (usize, usize) {
+    use bellperson::util_cs::bench_cs::BenchCS;
+    use bellperson::Circuit;
+    use storage_proofs_core::compound_proof::CompoundProof;
+    use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+    type Hasher = filecoin_proofs::constants::DefaultPieceHasher;
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(&rp.as_v1_config()).unwrap();
+    let blank = <StackedCompound<Tree, Hasher> as CompoundProof<StackedDrg<'_, Tree, Hasher>, _>>::blank_circuit(&pp);
+    let mut cs = BenchCS::<blstrs::Scalar>::new();
+    blank.synthesize(&mut cs).unwrap();
+    (cs.num_constraints() + cs.num_inputs(), cs.num_inputs())
+}
+
 #[test]
 fn real_2kib_circuit_matches_bit_for_bit() {
     // Before anything reads filecoin-proofs' settings (they are fixed on first use).
@@ -67,7 +84,10 @@ fn real_2kib_circuit_matches_bit_for_bit() {
     let c1 = C1::load(&fixture(), None).unwrap();
     let id = SectorMeta::load(&fixture().with_file_name("c1.meta.json")).unwrap().identity();
     let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
-    // DESIGN.md's published count for the 2 KiB circuit, input rows included.
+    // The counts bellperson itself makes of the same blank circuit (its counting constraint
+    // system; the prover adds one row per input), computed apart from the recorder.
+    assert_eq!((pce.num_constraints, pce.num_inputs), counted_by_bellperson::<filecoin_proofs::SectorShape2KiB>(c1.registered_proof));
+    // ... which are DESIGN.md's published counts for the 2 KiB circuit, input rows included.
     assert_eq!((pce.num_constraints, pce.num_inputs), (2_687_961, 40));
     let per_nnz = pce.bytes() as f64 / pce.nnz() as f64;
     assert!(per_nnz <= 10.0, "{per_nnz:.2} bytes per non-zero");
@@ -101,6 +121,7 @@ fn fresh_8mib_sector_matches_bit_for_bit() {
     cuzk_filecoin::porep::seal::gen_c1(8 << 20, 77, id, dir.path(), "test").unwrap();
     let c1 = C1::load(&dir.path().join("c1.json"), None).unwrap();
     let pce = cuzk_filecoin::porep::pce::extract(c1.registered_proof).unwrap();
+    assert_eq!((pce.num_constraints, pce.num_inputs), counted_by_bellperson::<filecoin_proofs::SectorShape8MiB>(c1.registered_proof));
     check_sector(&c1, &id, &pce);
     check_unsatisfied::<filecoin_proofs::SectorShape8MiB>(&c1, &id, &pce);
 }
