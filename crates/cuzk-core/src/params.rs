@@ -174,6 +174,7 @@ impl ParamsFile {
         Ok(ParamsFile { path: path.to_path_buf(), file, sections })
     }
 
+    /// The point counts and sizes its headers declare.
     pub fn layout(&self) -> &ParamsLayout {
         &self.sections.layout
     }
