@@ -136,7 +136,7 @@ fn head(path: &Path, len: usize) -> Option<Vec<u8>> {
 
 /// Whether the marker beside `paths` vouches for the files there: it names the verifying key
 /// of the `.vk` file, or of the head of the `.params` file (which starts with its key).
-fn marked_ours(paths: &ParamPaths) -> bool {
+pub fn marked_ours(paths: &ParamPaths) -> bool {
     let Some((len, digest)) = std::fs::read_to_string(&paths.test_marker).ok().as_deref().and_then(parse_marker) else {
         return false;
     };
