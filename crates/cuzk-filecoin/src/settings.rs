@@ -47,8 +47,10 @@ impl Settings {
     }
 
     /// Hands the directories to filecoin-proofs (through the variables it reads, set before
-    /// any of its code runs), checks that it agrees and creates the parameter directory. Returns it. (The PCE
-    /// cache directory travels in the kinds built from these settings.)
+    /// any of its code runs) and checks that it agrees. Returns the parameter directory; it is
+    /// not created here (making test parameters creates it), so a command that only reads, or
+    /// talks to a daemon, leaves the file system as it was. (The PCE cache directory travels
+    /// in the kinds built from these settings.)
     pub fn apply(&self) -> Result<PathBuf> {
         std::env::set_var(PARENTS_VAR, &self.parent_cache_dir);
         std::env::set_var(PARAMS_VAR, &self.parameter_dir);
@@ -60,7 +62,6 @@ impl Settings {
                 self.parameter_dir.display()
             )));
         }
-        std::fs::create_dir_all(&actual).map_err(|e| Error::io(&actual, e))?;
         Ok(actual)
     }
 
