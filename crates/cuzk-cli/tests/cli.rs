@@ -290,7 +290,18 @@ fn daemon_serves_clients_and_drains_on_sigterm() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SIGTERM once the daemon has the job in its engine (or already finished it), not after a
+    // fixed sleep that a slow machine may not have reached.
+    let t = std::time::Instant::now();
+    loop {
+        let o = cuzk(&["client", "--addr", &addr, "status"], &[]);
+        let shown = text(&o.stdout);
+        if shown.contains("1 in progress") || shown.contains("1 completed") {
+            break;
+        }
+        assert!(t.elapsed().as_secs() < 120, "the job never started: {shown}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let k = Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
     assert!(k.success());
     let w = waiter.wait_with_output().unwrap();

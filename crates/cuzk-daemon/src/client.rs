@@ -78,7 +78,9 @@ pub async fn connect_with(addr: &str, opts: &Options) -> Result<Client, DaemonEr
             if let Some(ca) = &opts.ca {
                 let pem = std::fs::read(ca).map_err(|e| DaemonError::io(format!("reading the CA certificate {}", ca.display()), e))?;
                 let domain = opts.domain.clone().unwrap_or_else(|| a.ip().to_string());
-                ep = ep.tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)).domain_name(domain)).map_err(transport)?;
+                ep = ep
+                    .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)).domain_name(domain))
+                    .map_err(transport)?;
             }
             ep.connect().await.map_err(transport)?
         }

@@ -515,8 +515,11 @@ mod tests {
     fn file_then_env_and_render_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("cuzk.toml");
-        std::fs::write(&f, "listen = \"tcp://127.0.0.1:9820\"\n[engine]\nsynthesis_workers = 6\nbudget = \"24GiB\"\n[auth]\ninsecure = true\n")
-            .unwrap();
+        std::fs::write(
+            &f,
+            "listen = \"tcp://127.0.0.1:9820\"\n[engine]\nsynthesis_workers = 6\nbudget = \"24GiB\"\n[auth]\ninsecure = true\n",
+        )
+        .unwrap();
         let env = |k: &str| match k {
             "CUZK_PROVERS_PER_DEVICE" => Some("2".to_string()),
             "CUZK_PRELOAD" => Some("porep-2k, porep-32g".to_string()),

@@ -137,7 +137,11 @@ async fn accept_loop(listener: Listener, gate: Gate, tx: mpsc::Sender<io::Result
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             let n = refused.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
-                tracing::warn!(refused = n, max = gate.max_connections, "connection limit reached (net.max_connections): closing new connections");
+                tracing::warn!(
+                    refused = n,
+                    max = gate.max_connections,
+                    "connection limit reached (net.max_connections): closing new connections"
+                );
             }
             continue;
         };

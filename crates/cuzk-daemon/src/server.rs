@@ -139,7 +139,7 @@ fn gate(cfg: &DaemonConfig, listen: &Listen, auth: &Auth) -> Result<Gate, Daemon
 async fn bind(listen: &Listen, cfg: &DaemonConfig) -> Result<(Listen, Listener, Option<PathBuf>), DaemonError> {
     match listen {
         Listen::Tcp(a) => {
-            let l = tokio::net::TcpListener::bind(a).await.map_err(|e| DaemonError::io(format!("binding {listen}"), e))?;
+            let l = tcp_listener(*a).map_err(|e| DaemonError::io(format!("binding {listen}"), e))?;
             let bound = Listen::Tcp(l.local_addr().map_err(|e| DaemonError::io("reading the bound address", e))?);
             Ok((bound, Listener::Tcp(l), None))
         }
@@ -154,6 +154,17 @@ async fn bind(listen: &Listen, cfg: &DaemonConfig) -> Result<(Listen, Listener, 
             Ok((listen.clone(), Listener::Unix(l), Some(p.clone())))
         }
     }
+}
+
+/// Connections the kernel queues for accept (tokio's default is 1024; a burst of a thousand
+/// clients overflowed it and some were reset). The kernel caps it at net.core.somaxconn.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+fn tcp_listener(a: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let s = if a.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    s.set_reuseaddr(true)?;
+    s.bind(a)?;
+    s.listen(LISTEN_BACKLOG)
 }
 
 /// Creates the socket's directory 0700 when missing; refuses one that anyone may write to
