@@ -802,3 +802,45 @@ impl Backend for CudaBackend {
         Ok((h, secs(stage_s + mv_ms / 1e3), secs(q_ms / 1e3)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use cuzk_core::backend::points::random_points;
+    use ff::Field;
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// On a GPU: an MSM with resident bases, a panic while the device lock is held, then the
+    /// same MSM again. The lock recovers (once), what was resident is uploaded again, and the
+    /// result is still the CPU's. Without a device it passes and says SKIPPED in the output.
+    #[test]
+    fn a_panic_under_the_device_lock_leaves_the_device_serving() {
+        let b = match CudaBackend::new(0) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_panic_under_the_device_lock_leaves_the_device_serving: {e} ***");
+                return;
+            }
+        };
+        let n = RESIDENT_FROM;
+        let bases: Vec<G1Affine> = random_points(n, 3);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let want = Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap();
+        assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want);
+        let first = b.resident_cache().first().cloned().expect("the bases are resident");
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let _g = b.device();
+            panic!("injected panic under the device lock");
+        }));
+        assert!(r.is_err());
+        assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want, "the device must serve after the panic");
+        assert_eq!(b.lock.recoveries(), 1);
+        let second = b.resident_cache().first().cloned().expect("the bases are resident again");
+        assert!(!Arc::ptr_eq(&first, &second), "what was resident when the panic hit must be uploaded again");
+    }
+}
