@@ -355,84 +355,16 @@ fn corrupted_evaluations_and_msm_results_are_caught_by_verification() {
     }
 }
 
-/// A "device" whose quotient + H step panics on the calls numbered below `panics` (from 0) and
-/// passes every other call to the CPU backend.
-struct PanickingDevice {
-    cpu: cuzk_core::backend::cpu::CpuBackend,
-    calls: AtomicUsize,
-    panics: usize,
-}
-
-impl PanickingDevice {
-    fn device(panics: usize) -> (Arc<PanickingDevice>, cuzk_pipeline::Device) {
-        let d = Arc::new(PanickingDevice { cpu: cuzk_core::backend::cpu::CpuBackend::new(), calls: AtomicUsize::new(0), panics });
-        (d.clone(), cuzk_pipeline::Device { name: "gpu0".into(), backend: d })
-    }
-}
-
-mod panicking_device {
-    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-    use cuzk_core::backend::{Backend, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind};
-    use std::sync::atomic::Ordering;
-
-    use super::PanickingDevice;
-
-    impl Msm<G1Affine> for PanickingDevice {
-        fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
-            Msm::<G1Affine>::msm(&self.cpu, bases, scalars)
-        }
-        fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
-            Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices)
-        }
-    }
-    impl Msm<G2Affine> for PanickingDevice {
-        fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
-            Msm::<G2Affine>::msm(&self.cpu, bases, scalars)
-        }
-        fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
-            Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices)
-        }
-    }
-    impl Ntt for PanickingDevice {
-        fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-            self.cpu.ntt(data, kind)
-        }
-    }
-    impl MatVec for PanickingDevice {
-        fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
-            self.cpu.mat_vec(m, inputs, aux)
-        }
-    }
-    impl Backend for PanickingDevice {
-        fn name(&self) -> &str {
-            "panicking-device"
-        }
-        fn quotient_msm_h(
-            &self,
-            a: Vec<Scalar>,
-            b: Vec<Scalar>,
-            c: Vec<Scalar>,
-            h_bases: &[G1Affine],
-        ) -> BackendResult<(G1Projective, std::time::Duration)> {
-            let n = self.calls.fetch_add(1, Ordering::SeqCst);
-            if n < self.panics {
-                panic!("injected panic on the device, call {n}");
-            }
-            self.cpu.quotient_msm_h(a, b, c, h_bases)
-        }
-    }
-}
-
 #[test]
 fn a_panic_on_the_device_fails_its_proof_or_is_retried_on_the_cpu_as_configured() {
     let f = fixture();
     // Fail: the panic is that proof's failure (named, with its stage); the engine serves on.
-    let (d, dev) = PanickingDevice::device(1);
+    let (d, dev) = faulty_device("panic");
     let mut cfg = Config::cpu(1, roomy());
     cfg.devices = vec![dev];
     let engine = Engine::start(cfg).unwrap();
     match engine.submit(job(&f, &rs(60, 1), None, None)).unwrap().wait().result {
-        Err(PipelineError::Panic { stage: "prove", message }) => assert!(message.contains("injected panic on the device"), "{message}"),
+        Err(PipelineError::Panic { stage: "prove", message }) => assert!(message.contains("injected fault: panic"), "{message}"),
         other => panic!("a panic while proving must fail its proof: {other:?}"),
     }
     let s = rs(61, 2);
@@ -440,11 +372,11 @@ fn a_panic_on_the_device_fails_its_proof_or_is_retried_on_the_cpu_as_configured(
     assert_eq!(engine.stats().retried_on_cpu.load(Ordering::Relaxed), 0);
     assert_eq!(engine.budget().in_use(), 0);
     drop(engine);
-    assert_eq!(d.calls.load(Ordering::SeqCst), 3);
+    assert_eq!(d.injected(), 1);
 
     // RetryOnCpu: the partitions that panicked on the device are proved again on the CPU; the
     // proof is bellperson's and verifies; later partitions run on the device again.
-    let (d, dev) = PanickingDevice::device(2);
+    let (d, dev) = faulty_device("panic,times=2");
     let mut cfg = Config::cpu(1, roomy());
     cfg.devices = vec![dev];
     cfg.on_device_error = DeviceErrorPolicy::RetryOnCpu;
@@ -454,7 +386,7 @@ fn a_panic_on_the_device_fails_its_proof_or_is_retried_on_the_cpu_as_configured(
     assert_eq!(bytes, reference(&f, &s));
     assert!(verifies(&f, &bytes));
     assert_eq!(engine.stats().retried_on_cpu.load(Ordering::Relaxed), 2, "both panicked partitions were retried");
-    assert_eq!(d.calls.load(Ordering::SeqCst), 3, "the third partition ran on the device");
+    assert_eq!(d.injected(), 2, "only the first two partitions panicked; the third ran on the device");
     let retried = engine.trace().events().into_iter().filter(|e| e.lane.starts_with("retry-cpu-gpu0") && e.stage == "prove").count();
     assert_eq!(retried, 2);
     assert_eq!(engine.budget().in_use(), 0);

@@ -3,8 +3,8 @@
 //! them, and [`wrap`], the one way a caller puts plans on a backend. Only with the
 //! `fault-injection` feature: `FaultyBackend`, which wraps any backend and, on chosen
 //! partition proofs (counted by their quotient + H step, the first backend call of every
-//! partition), fails with a device error, corrupts the A evaluation handed to it, or corrupts
-//! the H MSM result, passing every other call through unchanged; without the feature a
+//! partition), fails with a device error, corrupts the A evaluation handed to it, corrupts
+//! the H MSM result, or panics, passing every other call through unchanged; without the feature a
 //! non-empty plan is refused with [`FaultError::NotBuilt`], so a release build cannot be
 //! configured into corrupting proofs. It knows backends, not who configures the plans (the
 //! daemon's `engine.inject_fault`) nor how a failed partition is handled.
@@ -23,6 +23,8 @@ pub enum FaultKind {
     CorruptEvaluation,
     /// The H MSM's result is moved off by the generator.
     CorruptMsm,
+    /// The call panics, as a bug in a backend would (the engine must contain it).
+    Panic,
 }
 
 /// Which partition proofs a fault hits: the calls numbered `skip` to `skip + times − 1`
@@ -41,14 +43,15 @@ impl FromStr for FaultPlan {
     type Err = String;
 
     /// `KIND[,skip=N][,times=N|all]` with KIND one of `device-error`, `corrupt-evaluation`,
-    /// `corrupt-msm`; by default the first partition only.
+    /// `corrupt-msm`, `panic`; by default the first partition only.
     fn from_str(s: &str) -> Result<Self, String> {
         let mut parts = s.split(',').map(str::trim);
         let kind = match parts.next().unwrap_or("") {
             "device-error" => FaultKind::DeviceError,
             "corrupt-evaluation" => FaultKind::CorruptEvaluation,
             "corrupt-msm" => FaultKind::CorruptMsm,
-            other => return Err(format!("unknown fault {other:?}: want device-error, corrupt-evaluation or corrupt-msm")),
+            "panic" => FaultKind::Panic,
+            other => return Err(format!("unknown fault {other:?}: want device-error, corrupt-evaluation, corrupt-msm or panic")),
         };
         let mut plan = FaultPlan { kind, skip: 0, times: 1 };
         for p in parts {
@@ -191,6 +194,7 @@ mod faulty {
                     let (h, t) = self.inner.quotient_msm_h(a, b, c, h_bases)?;
                     Ok((h + G1Projective::generator(), t))
                 }
+                FaultKind::Panic => panic!("injected fault: panic on partition call {n}"),
             }
         }
     }
@@ -206,6 +210,7 @@ mod tests {
         assert_eq!("device-error".parse(), Ok(FaultPlan { kind: FaultKind::DeviceError, skip: 0, times: 1 }));
         assert_eq!("corrupt-msm, skip=2, times=all".parse(), Ok(FaultPlan { kind: FaultKind::CorruptMsm, skip: 2, times: u64::MAX }));
         assert!("melt".parse::<FaultPlan>().unwrap_err().contains("melt"));
+        assert_eq!("panic,times=2".parse(), Ok(FaultPlan { kind: FaultKind::Panic, skip: 0, times: 2 }));
         assert!("device-error,times=x".parse::<FaultPlan>().unwrap_err().contains("times"));
         assert!("device-error,when=now".parse::<FaultPlan>().unwrap_err().contains("when"));
         let two = parse_plans("device-error; corrupt-msm,skip=1").unwrap();
@@ -246,15 +251,22 @@ mod tests {
         let bases: Vec<G1Affine> = (0..n - 1).map(|_| (G1Projective::random(&mut rng)).into()).collect();
         let cpu: Arc<dyn Backend> = Arc::new(CpuBackend::new());
         let want = cpu.quotient_msm_h(a.clone(), b.clone(), c.clone(), &bases).unwrap().0;
-        for kind in [FaultKind::DeviceError, FaultKind::CorruptEvaluation, FaultKind::CorruptMsm] {
+        for kind in [FaultKind::DeviceError, FaultKind::CorruptEvaluation, FaultKind::CorruptMsm, FaultKind::Panic] {
             let f = FaultyBackend::new(cpu.clone(), vec![FaultPlan { kind, skip: 1, times: 2 }]);
-            let got: Vec<_> = (0..4).map(|_| f.quotient_msm_h(a.clone(), b.clone(), c.clone(), &bases).map(|r| r.0)).collect();
+            let call = || {
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.quotient_msm_h(a.clone(), b.clone(), c.clone(), &bases)));
+                r.map_err(|_| BackendError::Device("panicked".into())).and_then(|r| r).map(|r| r.0)
+            };
+            let got: Vec<_> = (0..4).map(|_| call()).collect();
             assert_eq!(got[0].as_ref().unwrap(), &want, "{kind:?}: call 0 passes");
             assert_eq!(got[3].as_ref().unwrap(), &want, "{kind:?}: call 3 passes");
             for g in &got[1..3] {
                 match (kind, g) {
                     (FaultKind::DeviceError, Err(BackendError::Device(m))) => assert!(m.contains("injected")),
                     (FaultKind::DeviceError, other) => panic!("want a device error: {other:?}"),
+                    (FaultKind::Panic, Err(BackendError::Device(m))) => assert_eq!(m, "panicked"),
+                    (FaultKind::Panic, other) => panic!("want a panic: {other:?}"),
                     (_, r) => assert_ne!(r.as_ref().unwrap(), &want, "{kind:?} must change the result"),
                 }
             }
