@@ -61,8 +61,11 @@ mod stall {
     /// on disk, create `marker` and sleep until the process is killed.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub struct StallHook {
+        /// Text the target's file name (not its directory) must contain for the hook to apply.
         pub name_contains: String,
+        /// Bytes of the file written (and flushed) before the write stalls.
         pub bytes: u64,
+        /// File created once the write has stalled, so that a test knows when to kill.
         pub marker: PathBuf,
     }
 

@@ -27,11 +27,17 @@ const VK_FIXED: usize = 3 * G1_BYTES + 3 * G2_BYTES;
 /// Point counts of a `.params` file, from its headers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ParamsLayout {
+    /// G1 points of the verifying key's `ic` section (one per public input, ONE included).
     pub ic: usize,
+    /// G1 points of the H query (the evaluation domain's size minus one).
     pub h: usize,
+    /// G1 points of the L query (one per aux variable).
     pub l: usize,
+    /// G1 points of the A query (one per variable that occurs in A).
     pub a: usize,
+    /// G1 points of the B query (one per variable that occurs in B).
     pub b_g1: usize,
+    /// G2 points of the B query (as many as `b_g1` in a well-formed file).
     pub b_g2: usize,
     /// Bytes of the verifying-key prefix.
     pub vk_bytes: usize,

@@ -139,6 +139,8 @@ mod faulty {
     }
 
     impl FaultyBackend {
+        /// Wraps `inner`. Its `quotient_msm_h` calls (one per partition proof) are counted from
+        /// 0, and each is hit by the first of `plans` that covers it (none: it passes through).
         pub fn new(inner: Arc<dyn Backend>, plans: Vec<FaultPlan>) -> Self {
             FaultyBackend { inner, plans, calls: AtomicU64::new(0), hits: AtomicU64::new(0) }
         }
