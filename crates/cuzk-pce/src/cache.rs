@@ -19,27 +19,45 @@ use sha2::{Digest, Sha256};
 use crate::matrix::{CsrMatrix, PreCompiledCircuit};
 use crate::{PceError, Result};
 
+/// The first 8 bytes of every cache file; a file that does not start with them is
+/// [`Reject::Foreign`].
 pub const MAGIC: &[u8; 8] = b"CUZKPCE\x01";
+/// The layout version written after [`MAGIC`] (little-endian `u32`); a file of another
+/// version is [`Reject::Version`] and is rebuilt.
 pub const FORMAT_VERSION: u32 = 1;
 const HEADER: usize = 8 + 4 + 32 + 8 + 32;
 
 /// Why a cache file was not used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reject {
+    /// The file could not be opened (normally: it does not exist yet).
     Missing,
+    /// The file does not start with [`MAGIC`]: not a cuzk PCE cache.
     Foreign,
+    /// The file's format version (carried), which is not [`FORMAT_VERSION`].
     Version(u32),
+    /// The file was built for another circuit identity (its identity hash differs).
     Stale,
+    /// The file is shorter or longer than its header says, or ran out while being read.
     Truncated {
+        /// The file's size in bytes, or, when the payload ran out while being read, the header
+        /// plus the payload bytes read.
         have: u64,
+        /// The size in bytes the header implies (the header alone when even that is incomplete).
         want: u64,
     },
+    /// The payload's SHA-256 differs from the one in the header.
     Checksum,
     /// The payload claims to decompress to more than the bounds allow (a zip bomb).
     Oversized {
+        /// The decompressed size in bytes the zstd frame header claims.
         claimed: u64,
+        /// The most bytes allowed: [`MAX_DECODED_BYTES`], or [`MAX_RATIO`] times the payload
+        /// length if smaller (`usize::MAX` when `claimed` does not fit in a `usize`).
         limit: u64,
     },
+    /// The file could not be read, decompressed or decoded, or its decoded contents are
+    /// inconsistent (see [`validate`]); the message says which.
     Corrupt(String),
 }
 
@@ -63,8 +81,23 @@ impl std::fmt::Display for Reject {
 /// What `load_or_build` did.
 #[derive(Clone, Debug)]
 pub enum Outcome {
-    Loaded { seconds: f64, file_bytes: u64 },
-    Built { seconds: f64, file_bytes: u64, reason: Reject },
+    /// A valid cache file was used.
+    Loaded {
+        /// Wall-clock seconds from the call to the loaded PCE (including any wait for another
+        /// process's build under the lock).
+        seconds: f64,
+        /// Size in bytes of the cache file.
+        file_bytes: u64,
+    },
+    /// The PCE was built and stored.
+    Built {
+        /// Wall-clock seconds spent building the PCE and writing its file.
+        seconds: f64,
+        /// Size in bytes of the file written.
+        file_bytes: u64,
+        /// Why no cache file was used ([`Reject::Missing`] when there was none).
+        reason: Reject,
+    },
 }
 
 /// Hash of a circuit identity string.
