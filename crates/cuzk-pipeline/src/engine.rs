@@ -43,8 +43,11 @@ pub type JobSource = Box<dyn FnOnce() -> Result<Job, PipelineError> + Send>;
 
 /// One partition of a job.
 pub struct PartitionInput {
+    /// Makes this partition's witness; runs on a witness-stage thread, after admission.
     pub synthesize: Synthesize,
+    /// The Groth16 blinding scalar `r` of this partition's proof.
     pub r: Scalar,
+    /// The Groth16 blinding scalar `s` of this partition's proof.
     pub s: Scalar,
 }
 
@@ -52,17 +55,27 @@ pub struct PartitionInput {
 /// how their proofs become the user's bytes, and how to check the result (`None`: returned
 /// unverified, by the caller's choice). [`crate::kind::job`] makes one from any proof kind.
 pub struct Job {
+    /// The circuit's pre-compiled constraint system, which every partition is synthesized
+    /// against and evaluated with.
     pub pce: Arc<PreCompiledCircuit>,
+    /// The circuit's Groth16 parameters, which every partition is proved with.
     pub params: Arc<Parameters<Bls12>>,
+    /// The partitions, in the order their proofs are handed to `assemble`; a job with none
+    /// fails with [`PipelineError::Job`].
     pub partitions: Vec<PartitionInput>,
+    /// Runs on the finalize stage once every partition is proved.
     pub assemble: AssembleProof,
+    /// Runs on the assembled bytes; `None` leaves the proof unverified
+    /// ([`Outcome::verified`] is then false).
     pub verify: Option<VerifyProof>,
 }
 
 /// A device with its backend; its provers' lanes are named after it.
 #[derive(Clone)]
 pub struct Device {
+    /// Names its prover threads (`cuzk-prove-<name>-<i>`) and their trace lanes.
     pub name: String,
+    /// What its provers prove on.
     pub backend: Arc<dyn Backend>,
 }
 
@@ -83,16 +96,22 @@ pub enum DeviceErrorPolicy {
 pub struct Config {
     /// Partitions in witness synthesis at once (the seeds' `-j`).
     pub synthesis_workers: usize,
+    /// Mat-vec stage threads (0 is taken as 1).
     pub matvec_workers: usize,
+    /// Prover threads per device, each proving one partition at a time (0 is taken as 1).
     pub provers_per_device: usize,
+    /// The devices partitions are proved on; [`Engine::start`] refuses an empty list
+    /// ([`PipelineError::Config`]).
     pub devices: Vec<Device>,
     /// Host bytes that admitted partitions may hold together.
     pub budget_bytes: u64,
+    /// How the provers compute the aux MSMs (L, A, B in G1 and G2).
     pub mode: MsmMode,
     /// Where a, b, c are computed: the mat-vec stage on the CPU (host), or the prover's
     /// backend (on a GPU only the witness is uploaded; a partition then holds no host a, b, c
     /// and the mat-vec stage passes it straight on).
     pub matvec: MatVecPlace,
+    /// What a prover does when its device fails on a partition.
     pub on_device_error: DeviceErrorPolicy,
     /// RSS sampling period of the trace.
     pub sample_period: Duration,
@@ -124,8 +143,14 @@ impl Config {
 /// prover's own buffers (H over the domain, the selected A and B aux scalars).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct WorkingSet {
+    /// Bytes of the witness: 32 per input and per aux variable.
     pub witness: u64,
+    /// Bytes of a, b and c on the host: 3 × 32 per domain element (the constraints rounded up
+    /// to a power of two); zero when the backend does the mat-vec. Given back to the budget
+    /// as soon as the prove step returns.
     pub abc: u64,
+    /// Bytes of the prover's own buffers: 32 per domain element (H) plus 32 per set bit of
+    /// the A and B aux densities (the selected scalars).
     pub prover: u64,
 }
 
@@ -140,6 +165,7 @@ impl WorkingSet {
         }
     }
 
+    /// The working set with a, b, c on the host (the mat-vec stage on the CPU).
     pub fn of(pce: &PreCompiledCircuit) -> Self {
         const S: u64 = 32;
         let domain = pce.num_constraints.max(1).next_power_of_two() as u64;
@@ -148,6 +174,7 @@ impl WorkingSet {
         WorkingSet { witness: S * (ni + na), abc: 3 * S * domain, prover: S * domain + S * selected as u64 }
     }
 
+    /// Bytes in all: what a partition acquires from the budget on admission.
     pub fn total(&self) -> u64 {
         self.witness + self.abc + self.prover
     }
@@ -156,17 +183,25 @@ impl WorkingSet {
 /// The answer for one submitted job.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The job's id, as on its [`Ticket`].
     pub id: u64,
     /// The proof bytes (partition proofs in order), or why there are none.
     pub result: Result<Vec<u8>, PipelineError>,
+    /// True only when the job's verifier ran and accepted the proof (false for an error and
+    /// for a job submitted without a verifier).
     pub verified: bool,
+    /// When the job was submitted, in seconds on the engine's trace clock ([`Trace::now`]);
+    /// 0 when the engine shut down before answering.
     pub submitted_s: f64,
+    /// When the answer was made, in seconds on the same clock; 0 when the engine shut down
+    /// before answering.
     pub finished_s: f64,
 }
 
 /// A submitted job's handle.
 #[derive(Debug)]
 pub struct Ticket {
+    /// The job's id in this engine: assigned on submission, from 1 upward.
     pub id: u64,
     rx: Receiver<Outcome>,
 }
@@ -273,8 +308,12 @@ pub struct Engine {
 /// Counters over the engine's life.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Proofs answered with their bytes (assembled and, when asked, verified).
     pub completed: AtomicU64,
+    /// Proofs answered with an error by the finalize stage (a job whose source fails on the
+    /// parse stage is answered there and not counted).
     pub failed: AtomicU64,
+    /// Partitions proved, on their device or again on the CPU.
     pub partitions_proved: AtomicU64,
     /// Partitions whose device failed (or panicked) and that were proved again on the CPU.
     pub retried_on_cpu: AtomicU64,
@@ -336,14 +375,17 @@ impl Engine {
         Ok(Ticket { id, rx })
     }
 
+    /// The trace the stages record into: their events and the RSS samples.
     pub fn trace(&self) -> &Arc<Trace> {
         &self.trace
     }
 
+    /// The byte budget partitions are admitted against (its use and high-water mark).
     pub fn budget(&self) -> &Budget {
         &self.budget
     }
 
+    /// The engine's counters.
     pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
     }

@@ -34,6 +34,8 @@
 //! # Ok::<(), PipelineError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod budget;
 pub mod engine;
 pub mod kind;
