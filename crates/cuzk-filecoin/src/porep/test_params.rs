@@ -34,7 +34,15 @@ pub enum Ensured {
     /// Whole parameter and key files were already there.
     Present(ParamsLayout),
     /// Test parameters were generated now.
-    Generated { report: GenReport, seconds: f64, layout: ParamsLayout },
+    Generated {
+        /// The generator's sizes and phase timings.
+        report: GenReport,
+        /// Wall-clock seconds to make them: getting the circuit's PCE, generating, and writing
+        /// the marker, `.params`, `.vk` and `.meta` files.
+        seconds: f64,
+        /// The layout of the `.params` file as written.
+        layout: ParamsLayout,
+    },
 }
 
 /// Makes sure parameters for `rp` exist, generating insecure test parameters if they do not.
@@ -163,14 +171,23 @@ fn forget_stale_marker(paths: &ParamPaths) {
 /// each generating parameters for `rp` and writing them to a scratch directory.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GeneratorTiming {
+    /// The registered proof, as its `Debug` form prints it.
     pub registered_proof: String,
+    /// Wall-clock seconds of cuzk's generator, writing the `.params` file included.
     pub cuzk_seconds: f64,
+    /// Sizes and phase timings reported by cuzk's generator.
     pub cuzk: GenReport,
+    /// Size in bytes of the `.params` file cuzk wrote.
     pub cuzk_file_bytes: u64,
+    /// Wall-clock seconds of bellperson's `generate_random_parameters`, writing the file
+    /// included; `None` when bellperson was not run.
     pub bellperson_seconds: Option<f64>,
+    /// Size in bytes of the `.params` file from bellperson's parameters; `None` when it was
+    /// not run.
     pub bellperson_file_bytes: Option<u64>,
     /// Whether both produced the same section sizes (they must).
     pub same_layout: Option<bool>,
+    /// Threads of the rayon pool both generators ran on.
     pub threads: usize,
 }
 
