@@ -77,6 +77,7 @@ impl Auth {
 
     /// Passes a request that carries the client token when one is required (or the admin
     /// token); UNAUTHENTICATED otherwise.
+    #[allow(clippy::result_large_err)] // tonic's handlers answer with a Status
     pub fn check(&self, md: &MetadataMap) -> Result<(), Status> {
         let Some(want) = &self.token.filter(|_| self.required) else { return Ok(()) };
         let given = md.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
@@ -90,6 +91,7 @@ impl Auth {
     }
 
     /// [`Auth::check`], then the admin token when one is set; PERMISSION_DENIED without it.
+    #[allow(clippy::result_large_err)]
     pub fn check_admin(&self, md: &MetadataMap) -> Result<(), Status> {
         self.check(md)?;
         let Some(want) = &self.admin else { return Ok(()) };

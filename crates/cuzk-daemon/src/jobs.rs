@@ -555,7 +555,8 @@ impl Jobs {
             if t.draining && t.queue.is_empty() {
                 return None;
             }
-            if t.in_flight < self.s.max_in_flight && !(t.held_back && !t.draining) {
+            let paused = t.held_back && !t.draining;
+            if t.in_flight < self.s.max_in_flight && !paused {
                 if let Some(k) = t.queue.pop() {
                     let Some(j) = t.jobs.get_mut(&k.job_id) else { continue };
                     let Some(input) = j.input.take() else { continue };

@@ -45,6 +45,7 @@ fn client_of<T>(r: &Request<T>) -> String {
 }
 
 /// Refuses a job id no daemon could have made, without echoing it whole.
+#[allow(clippy::result_large_err)] // tonic's handlers answer with a Status
 fn check_job_id(id: &str) -> Result<(), Status> {
     if id.len() > MAX_JOB_ID {
         return Err(Status::invalid_argument(format!("job_id is {} bytes; job ids have at most {MAX_JOB_ID}", id.len())));

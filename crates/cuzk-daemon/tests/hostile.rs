@@ -35,7 +35,18 @@ impl std::io::Write for Counting {
     }
 }
 
+/// Panics anywhere in this process (the daemon's threads included) since it started.
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
 fn init_logging() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::Relaxed);
+            previous(info)
+        }));
+    });
     if std::env::var_os("HOSTILE_LOG").is_some() {
         let _ = tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).try_init();
         return;
@@ -46,11 +57,21 @@ fn init_logging() {
 /// Resets the process's peak RSS (Linux: clear_refs 5), so a scenario reports its own.
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+    START_RSS.store(cuzk_core::mem::snapshot().rss_bytes, Ordering::Relaxed);
 }
+
+/// The RSS when the running scenario reset the peak.
+static START_RSS: AtomicU64 = AtomicU64::new(0);
 
 fn report(name: &str, bound: &str, lost: usize, t0: Instant) {
     let m = cuzk_core::mem::snapshot();
-    println!("hostile: {name} | {bound} | proofs lost {lost} | peak RSS {} MiB | {:.1} s", m.peak_bytes >> 20, t0.elapsed().as_secs_f64());
+    println!(
+        "hostile: {name} | {bound} | proofs lost {lost} | panics {} | peak RSS {} MiB (at start {} MiB) | {:.1} s",
+        PANICS.load(Ordering::Relaxed),
+        m.peak_bytes >> 20,
+        START_RSS.load(Ordering::Relaxed) >> 20,
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 fn garbage(request_id: &str) -> SubmitProofRequest {
@@ -120,7 +141,7 @@ async fn a_failed_request_id_is_retried_and_then_proves() {
     let synthetic = text.replacen('{', "{\"cuzk_synthetic\":true,", 1).into_bytes();
     let r = prove(&mut c, SubmitProofRequest { vanilla_proof: synthetic, ..porep(&bytes, id, "", proto::Priority::Normal) }).await;
     assert_eq!(r.status, S::Failed as i32);
-    assert!(r.error_message.contains("synthetic"), "{}", r.error_message);
+    assert!(r.error_message.contains("jobs.allow_synthetic"), "refused by the daemon, not later: {}", r.error_message);
     assert!(h.stop().await.unwrap());
     report("failed id retried (Curio's retry)", "1 failed + 1 retried proof", 0, t0);
 }
