@@ -434,3 +434,35 @@ async fn a_thousand_concurrent_clients_and_an_honest_proof() {
     assert!(h.stop().await.unwrap());
     report("1000 concurrent clients", "1000 connections x (submit, await, status) + 1 proof", 0, t0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_and_each_client_have_a_bound_and_a_cancel_frees_a_slot() {
+    let _one = SERIAL.lock().await;
+    init_logging();
+    let (bytes, id, _) = setup();
+    reset_peak();
+    let t0 = Instant::now();
+    let mut cfg = config(1);
+    cfg.jobs.max_per_client = 2;
+    cfg.jobs.max_queued = 3;
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
+    h.service.jobs().hold(true);
+    let addr = tcp_addr(&h);
+    let (mut a, mut b) = (connect_from("127.0.0.1", addr).await, connect_from("127.0.0.2", addr).await);
+    let req = |rid: &str| porep(&bytes, id, rid, proto::Priority::Normal);
+    let a1 = a.submit_proof(req("a1")).await.unwrap().into_inner();
+    a.submit_proof(req("a2")).await.unwrap();
+    let e = a.submit_proof(req("a3")).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains("max_per_client"), "{}", e.message());
+    b.submit_proof(req("b1")).await.unwrap();
+    let e = b.submit_proof(req("b2")).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(e.message().contains("max_queued"), "{}", e.message());
+    // Refused submissions left nothing behind; a cancel gives the slot back.
+    assert_eq!(status(&mut a).await.total_proofs_failed, 0);
+    a.cancel_proof(proto::CancelProofRequest { job_id: a1.job_id }).await.unwrap();
+    a.submit_proof(req("a3")).await.unwrap();
+    assert!(h.stop().await.unwrap());
+    report("queue and per-client limits", "max_queued 3, max_per_client 2, 2 clients", 0, t0);
+}
