@@ -24,10 +24,17 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Bytes the daemon's log lines took (a subscriber that counts and discards them).
 static LOGGED: AtomicU64 = AtomicU64::new(0);
 
+/// The first 4 MiB of the log, to read what a job's lines carry.
+static LOG_TEXT: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
 struct Counting;
 impl std::io::Write for Counting {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         LOGGED.fetch_add(b.len() as u64, Ordering::Relaxed);
+        let mut t = LOG_TEXT.lock().unwrap_or_else(|e| e.into_inner());
+        if t.len() < 4 << 20 {
+            t.extend_from_slice(b);
+        }
         Ok(b.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -51,7 +58,7 @@ fn init_logging() {
         let _ = tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).try_init();
         return;
     }
-    let _ = tracing_subscriber::fmt().with_writer(|| Counting).with_max_level(tracing::Level::INFO).try_init();
+    let _ = tracing_subscriber::fmt().with_ansi(false).with_writer(|| Counting).with_max_level(tracing::Level::INFO).try_init();
 }
 
 /// Resets the process's peak RSS (Linux: clear_refs 5), so a scenario reports its own.
@@ -136,6 +143,15 @@ async fn a_failed_request_id_is_retried_and_then_proves() {
     cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &retry.proof).expect("the retried proof is valid");
     let again = c.submit_proof(porep(&bytes, id, &rid, proto::Priority::Normal)).await.unwrap().into_inner();
     assert_eq!(again.job_id, retry.job_id, "a COMPLETED id still answers its job");
+    // The job's log lines carry its id and its request id (the job span).
+    if std::env::var_os("HOSTILE_LOG").is_none() {
+        let log = String::from_utf8_lossy(&LOG_TEXT.lock().unwrap()).to_string();
+        let mine: Vec<&str> = log.lines().filter(|l| l.contains(&retry.job_id)).collect();
+        for what in ["queued", "started", "finished"] {
+            let line = mine.iter().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what} line for the job in:\n{log}"));
+            assert!(line.contains(&format!("request={rid}")), "{line}");
+        }
+    }
     // A synthetic C1 is refused by default, before it reaches the engine.
     let text = String::from_utf8(bytes.clone()).unwrap();
     let synthetic = text.replacen('{', "{\"cuzk_synthetic\":true,", 1).into_bytes();
