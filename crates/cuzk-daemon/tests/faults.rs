@@ -50,3 +50,36 @@ async fn injected_device_failures_and_corrupted_results_never_yield_a_bad_proof(
     assert_eq!((s.total_proofs_failed, s.budget_in_use_bytes), (1, 0));
     assert!(h.stop().await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_a_job_fails_that_job_or_is_retried_and_the_daemon_lives_on() {
+    let (bytes, id, c1) = setup();
+    // fail: the panic is that job's failure, named; the next job proves on the same daemon.
+    let mut cfg = config(1);
+    cfg.engine.inject_fault = "panic".into();
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
+    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
+    let panicked = prove(&mut c, porep(&bytes, id, "panicked", proto::Priority::Normal)).await;
+    assert_eq!(panicked.status, S::Failed as i32);
+    assert!(panicked.proof.is_empty());
+    assert!(panicked.error_message.contains("panic") && panicked.error_message.contains("injected"), "{}", panicked.error_message);
+    let after = prove(&mut c, porep(&bytes, id, "after-panic", proto::Priority::Normal)).await;
+    assert_eq!(after.status, S::Completed as i32, "the daemon keeps serving after a panic: {}", after.error_message);
+    cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &after.proof).unwrap();
+    let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!((s.total_proofs_failed, s.total_proofs_completed, s.budget_in_use_bytes), (1, 1, 0));
+    assert!(h.stop().await.unwrap());
+
+    // retry-cpu: a partition that panicked on the device is proved again on the CPU.
+    let mut cfg = config(1);
+    cfg.engine.on_device_error = "retry-cpu".into();
+    cfg.engine.inject_fault = "panic".into();
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
+    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
+    let retried = prove(&mut c, porep(&bytes, id, "retried-panic", proto::Priority::Normal)).await;
+    assert_eq!(retried.status, S::Completed as i32, "{}", retried.error_message);
+    cuzk_filecoin::porep::verify::ensure_valid(&c1, &id, &retried.proof).expect("the CPU retry's proof is valid");
+    let m = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(m.contains("cuzk_partitions_retried_on_cpu_total 1"), "{m}");
+    assert!(h.stop().await.unwrap());
+}
