@@ -19,6 +19,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A PoSt request (file or RPC) that is malformed or whose vanilla proofs do not hold.
+    #[error("{source_name}: {reason}")]
+    PostInput {
+        /// Where the request came from (a file, a request id).
+        source_name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A sector size or registered proof that cuzk does not support, or that does not match.
     #[error("sector size: {0}")]
     SectorSize(String),

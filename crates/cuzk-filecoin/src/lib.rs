@@ -1,5 +1,5 @@
 //! `cuzk-filecoin` holds everything cuzk knows about Filecoin, behind the engine's
-//! [`cuzk_pipeline::ProofKind`] seam: one module per proof kind ([`porep`] today: C1 files
+//! [`cuzk_pipeline::ProofKind`] seam: one module per proof kind ([`post`]: WinningPoSt and WindowPoSt partitions from Curio's vanilla proofs; [`porep`]: C1 files
 //! and their checks, the registered-proof table, the partition circuits, the native witness,
 //! the PCE identity, parameter files and test parameters, `verify_seal`, synthetic C1s, and
 //! [`porep::PorepC2`], the kind itself), Curio's circuit names ([`curio`]), what a parameter directory holds against filecoin-proofs'
@@ -44,6 +44,7 @@ pub mod curio;
 pub mod error;
 pub mod param_cache;
 pub mod porep;
+pub mod post;
 pub mod settings;
 
 pub use error::{Error, Result};
@@ -58,11 +59,16 @@ use std::sync::Arc;
 pub struct Kinds {
     /// PoRep commit phase 2.
     pub porep: Arc<PorepC2>,
+    /// WinningPoSt and WindowPoSt partitions.
+    pub post: Arc<post::PoSt>,
 }
 
 impl Kinds {
     /// Every kind with the directories of `settings`; PoRep witnesses computed as `witness` says.
     pub fn new(settings: &Settings, witness: porep::WitnessMode) -> Kinds {
-        Kinds { porep: Arc::new(PorepC2::with_settings(settings).with_witness(witness)) }
+        Kinds {
+            porep: Arc::new(PorepC2::with_settings(settings).with_witness(witness)),
+            post: Arc::new(post::PoSt::with_settings(settings)),
+        }
     }
 }

@@ -33,9 +33,15 @@ impl ParamPaths {
         let params = rp.cache_params_path().map_err(Error::filecoin)?;
         let vk = rp.cache_verifying_key_path().map_err(Error::filecoin)?;
         let id = rp.circuit_identifier().map_err(Error::filecoin)?;
+        Ok(ParamPaths::from_files(id, params, vk))
+    }
+
+    /// The paths of the parameter set `id` whose `.params` and `.vk` files filecoin-proofs
+    /// named (any proof kind); the metadata, marker and lock files sit beside them.
+    pub fn from_files(id: String, params: PathBuf, vk: PathBuf) -> Self {
         let meta = storage_proofs_core::parameter_cache::parameter_cache_metadata_path(&id);
         let test_marker = params.with_extension("cuzk-test-params");
-        Ok(ParamPaths { id, params, vk, meta, test_marker })
+        ParamPaths { id, params, vk, meta, test_marker }
     }
 
     /// The lock file held while test parameters are generated, so concurrent processes generate them once.

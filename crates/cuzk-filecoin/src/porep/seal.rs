@@ -12,27 +12,35 @@ use super::sector::{self, SectorIdentity, SectorMeta};
 use crate::{Error, Result};
 use cuzk_core::atomic::write_atomically;
 
-/// Seals a random sector of `sector_size` bytes and writes `out_dir/c1.json` and
-/// `out_dir/c1.meta.json`. Returns the metadata.
-pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &Path, command: &str) -> Result<SectorMeta> {
+/// A sector sealed (pre-committed) in a work directory: its replica, its cache of trees
+/// and what commit phase 1 needs.
+pub struct PreCommitted {
+    /// The cache directory (tree_c, tree_r_last, p_aux, t_aux).
+    pub cache: std::path::PathBuf,
+    /// The sealed replica file.
+    pub sealed: std::path::PathBuf,
+    /// comm_r and comm_d with what commit phase 1 takes from pre-commit phase 2.
+    pub pc2: seal::SealPreCommitPhase2Output,
+    /// The piece the sector holds.
+    pub pieces: Vec<filecoin_proofs_api::PieceInfo>,
+    /// The sealing ticket.
+    pub ticket: [u8; 32],
+}
+
+/// Seals a random piece (from `rng`) into a sector of `sector_size` bytes inside `dir`
+/// (add piece, pre-commit phases 1 and 2), keeping the replica and its cache there.
+pub fn pre_commit(sector_size: u64, rng: &mut impl RngCore, identity: SectorIdentity, dir: &Path) -> Result<PreCommitted> {
     let rp = sector::registered_proof(sector_size)?;
     let fc = Error::filecoin;
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
-    let work = tempfile::Builder::new().prefix("cuzk-seal-").tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let cache = work.path().join("cache");
-    let staged = work.path().join("staged");
-    let sealed = work.path().join("sealed");
+    let cache = dir.join("cache");
+    let staged = dir.join("staged");
+    let sealed = dir.join("sealed");
     std::fs::create_dir_all(&cache).map_err(|e| Error::io(&cache, e))?;
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
     let mut piece = vec![0u8; u64::from(unpadded) as usize];
     rng.fill_bytes(&mut piece);
     let mut ticket = [0u8; 32];
-    let mut interactive_seed = [0u8; 32];
     rng.fill_bytes(&mut ticket);
-    rng.fill_bytes(&mut interactive_seed);
-    let prover_id = identity.prover_id();
-    let sector_id = identity.sector_id();
 
     tracing::info!(size = %sector::size_name(sector_size), "adding piece");
     let mut staged_file =
@@ -40,15 +48,31 @@ pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &P
     let (piece_info, _) = seal::add_piece(rp, &piece[..], &mut staged_file, unpadded, &[]).map_err(fc)?;
     drop(staged_file);
     std::fs::File::create(&sealed).map_err(|e| Error::io(&sealed, e))?;
-    let pieces = [piece_info];
-
+    let pieces = vec![piece_info];
+    let (prover_id, sector_id) = (identity.prover_id(), identity.sector_id());
     tracing::info!("pre-commit phase 1 (SDR labelling)");
     let pc1 = seal::seal_pre_commit_phase1(rp, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces).map_err(fc)?;
     tracing::info!("pre-commit phase 2 (trees)");
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(fc)?;
-    let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
+    Ok(PreCommitted { cache, sealed, pc2, pieces, ticket })
+}
+
+/// Seals a random sector of `sector_size` bytes and writes `out_dir/c1.json` and
+/// `out_dir/c1.meta.json`. Returns the metadata.
+pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &Path, command: &str) -> Result<SectorMeta> {
+    let rp = sector::registered_proof(sector_size)?;
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
+    let work = tempfile::Builder::new().prefix("cuzk-seal-").tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let sealed = pre_commit(sector_size, &mut rng, identity, work.path())?;
+    let mut interactive_seed = [0u8; 32];
+    rng.fill_bytes(&mut interactive_seed);
+    let (comm_r, comm_d, ticket) = (sealed.pc2.comm_r, sealed.pc2.comm_d, sealed.ticket);
+    let (prover_id, sector_id) = (identity.prover_id(), identity.sector_id());
     tracing::info!("commit phase 1 (vanilla proofs)");
-    let c1 = seal::seal_commit_phase1(&cache, &sealed, prover_id, sector_id, ticket, interactive_seed, pc2, &pieces).map_err(fc)?;
+    let c1 =
+        seal::seal_commit_phase1(&sealed.cache, &sealed.sealed, prover_id, sector_id, ticket, interactive_seed, sealed.pc2, &sealed.pieces)
+            .map_err(Error::filecoin)?;
 
     let meta = SectorMeta {
         registered_proof: rp,

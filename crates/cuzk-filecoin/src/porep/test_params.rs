@@ -9,6 +9,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::porep::params::ParamPaths;
@@ -24,6 +25,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 use cuzk_pce::paramgen::{self, GenReport, Secrets};
+use cuzk_pce::PreCompiledCircuit;
 
 use super::kind::PorepC2;
 use crate::{Error, Result};
@@ -50,6 +52,20 @@ pub enum Ensured {
 /// broken ones of any other origin are an error (they may be real parameters).
 pub fn ensure(kind: &PorepC2, rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
     let paths = ParamPaths::for_proof(rp)?;
+    let sector_size = crate::porep::sector::sector_size_of(rp);
+    ensure_files(&paths, &format!("{rp:?}"), sector_size, || Ok(kind.shared_pce(rp)?.0), seed)
+}
+
+/// [`ensure`] for any circuit: the files of `paths`, labelled `label` in logs, for a sector of
+/// `sector_size` bytes, generated from the PCE `pce` returns when they are absent or damaged
+/// test parameters. Every proof kind's test parameters go through here.
+pub fn ensure_files(
+    paths: &ParamPaths,
+    label: &str,
+    sector_size: u64,
+    pce: impl FnOnce() -> Result<Arc<PreCompiledCircuit>>,
+    seed: Option<u64>,
+) -> Result<Ensured> {
     let dir = paths.params.parent().unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let lock_path = paths.lock_path();
@@ -63,12 +79,12 @@ pub fn ensure(kind: &PorepC2, rp: RegisteredSealProof, seed: Option<u64>) -> Res
     if present {
         match (params::check_params_file(&paths.params), params::check_vk_file(&paths.vk)) {
             (Ok(layout), Ok(_)) => {
-                forget_stale_marker(&paths);
+                forget_stale_marker(paths);
                 return Ok(Ensured::Present(layout));
             }
             (Err(e), _) | (_, Err(e)) => {
-                if !marked_ours(&paths) {
-                    forget_stale_marker(&paths);
+                if !marked_ours(paths) {
+                    forget_stale_marker(paths);
                     return Err(Error::params(
                         &paths.params,
                         format!(
@@ -82,20 +98,19 @@ pub fn ensure(kind: &PorepC2, rp: RegisteredSealProof, seed: Option<u64>) -> Res
         }
     }
     tracing::warn!(
-        "generating INSECURE TEST PARAMETERS for {rp:?} into {}: whoever runs this knows the \
+        "generating INSECURE TEST PARAMETERS for {label} into {}: whoever runs this knows the \
          trapdoor; never use them on the network",
         dir.display()
     );
     let start = Instant::now();
-    let report = generate_into(kind, rp, &paths, seed)?;
+    let report = generate_into(pce()?, sector_size, paths, seed)?;
     let seconds = start.elapsed().as_secs_f64();
     let layout = params::check_params_file(&paths.params)?;
     drop(lock);
     Ok(Ensured::Generated { report, seconds, layout })
 }
 
-fn generate_into(kind: &PorepC2, rp: RegisteredSealProof, paths: &ParamPaths, seed: Option<u64>) -> Result<GenReport> {
-    let (pce, _) = kind.shared_pce(rp)?;
+fn generate_into(pce: Arc<PreCompiledCircuit>, sector_size: u64, paths: &ParamPaths, seed: Option<u64>) -> Result<GenReport> {
     // The trapdoor lives only inside this block.
     let (p, report) = {
         let secrets = match seed {
@@ -112,7 +127,7 @@ fn generate_into(kind: &PorepC2, rp: RegisteredSealProof, paths: &ParamPaths, se
     cuzk_core::atomic::write_atomically(&paths.test_marker, |w| w.write_all(marker_text(&vk).as_bytes()))?;
     params::write_params(&paths.params, &p)?;
     params::write_vk(&paths.vk, &p.vk)?;
-    let meta = serde_json::json!({ "sector_size": crate::porep::sector::sector_size_of(rp) });
+    let meta = serde_json::json!({ "sector_size": sector_size });
     cuzk_core::atomic::write_atomically(&paths.meta, |w| serde_json::to_writer(w, &meta).map_err(std::io::Error::other))?;
     tracing::info!(seconds = format!("{:.2}", t.elapsed().as_secs_f64()), path = %paths.params.display(), "parameters written");
     Ok(report)

@@ -1,0 +1,128 @@
+//! The PoSt partition circuit (`FallbackPoStCircuit`): a registered proof's shape (sectors per
+//! partition, challenges per sector), the vanilla public parameters filecoin-proofs sets up
+//! for it, one partition's vanilla proof laid out (and padded) as filecoin-proofs lays it out,
+//! the circuit built from it, the blank circuit the PCE is recorded from, the PCE identity and
+//! the parameter file names. WinningPoSt's one sector is unrolled into one "sector" per
+//! challenge, as filecoin-proofs does, so both PoSts share this code.
+
+use filecoin_proofs::{single_partition_vanilla_proofs, with_shape, PoStType};
+use filecoin_proofs_api::RegisteredPoStProof;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
+
+use super::input::{decoded, Decoded, PostInput};
+use super::registry;
+use crate::porep::params::ParamPaths;
+use crate::{Error, Result};
+use cuzk_pce::cache;
+use cuzk_pce::PreCompiledCircuit;
+
+/// The circuit crates whose code defines the PoSt topology (checked against Cargo.lock by a
+/// test, so a dependency bump changes the identity and invalidates old caches).
+pub const CIRCUIT_CRATES: &str =
+    "storage-proofs-post=19.1.0;storage-proofs-core=19.1.0;filecoin-proofs=19.1.0;bellperson=0.27.0;bellpepper-core=0.2.1;neptune=11.0.0";
+
+/// How many sectors one partition proves and how many challenges each gets, as the request
+/// counts them (WinningPoSt: 1 sector, 66 challenges).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Sectors (vanilla proofs) one request carries at most.
+    pub sectors_per_partition: usize,
+    /// Challenges per sector.
+    pub challenges_per_sector: usize,
+}
+
+/// `rp`'s shape.
+pub fn shape(rp: RegisteredPoStProof) -> Result<Shape> {
+    let cfg = rp.as_v1_config();
+    Ok(Shape { sectors_per_partition: cfg.sector_count, challenges_per_sector: cfg.challenge_count })
+}
+
+/// The vanilla public parameters filecoin-proofs proves `rp` with (WinningPoSt's challenges
+/// become its "sectors").
+pub fn vanilla_params(rp: RegisteredPoStProof) -> Result<fallback::PublicParams> {
+    let cfg = rp.as_v1_config();
+    let setup = match cfg.typ {
+        PoStType::Winning => filecoin_proofs::parameters::winning_post_setup_params(&cfg).map_err(Error::filecoin)?,
+        PoStType::Window => filecoin_proofs::parameters::window_post_setup_params(&cfg),
+    };
+    Ok(fallback::PublicParams {
+        sector_size: setup.sector_size,
+        challenge_count: setup.challenge_count,
+        sector_count: setup.sector_count,
+        api_version: setup.api_version,
+    })
+}
+
+/// Everything the topology of `rp`'s circuit depends on.
+pub fn identity(rp: RegisteredPoStProof) -> Result<String> {
+    let pp = vanilla_params(rp)?;
+    Ok(format!(
+        "cuzk-pce-v{}|{rp:?}|sector={}|sectors={}|challenges={}|api={:?}|{CIRCUIT_CRATES}",
+        cache::FORMAT_VERSION,
+        pp.sector_size,
+        pp.sector_count,
+        pp.challenge_count,
+        pp.api_version,
+    ))
+}
+
+/// The parameter files filecoin-proofs uses for `rp`.
+pub fn param_paths(rp: RegisteredPoStProof) -> Result<ParamPaths> {
+    let params = rp.cache_params_path().map_err(Error::filecoin)?;
+    let vk = rp.cache_verifying_key_path().map_err(Error::filecoin)?;
+    let id = rp.circuit_identifier().map_err(Error::filecoin)?;
+    Ok(ParamPaths::from_files(id, params, vk))
+}
+
+/// Records the PCE of `rp`'s circuit (from the blank circuit).
+pub fn extract(rp: RegisteredPoStProof) -> Result<PreCompiledCircuit> {
+    with_shape!(registry::sector_size_of(rp), extract_shaped, rp)
+}
+
+fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredPoStProof) -> Result<PreCompiledCircuit> {
+    let pp = vanilla_params(rp)?;
+    let blank = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::blank_circuit(&pp);
+    Ok(cuzk_pce::extract(blank)?)
+}
+
+/// The request's partition as filecoin-proofs lays it out for its circuit (WindowPoSt: the
+/// last sector repeated up to the partition size; WinningPoSt: one entry per challenge).
+pub(crate) fn vanilla_partition<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+    d: &Decoded<Tree>,
+) -> Result<fallback::Proof<Tree::Proof>> {
+    let bad = |reason: String| Error::PostInput { source_name: input.source.clone(), reason };
+    // filecoin-proofs indexes these without checking; a hostile proof must not reach it.
+    for (i, p) in d.proofs.iter().enumerate() {
+        let per_sector = &p.vanilla_proof.sectors;
+        if per_sector.len() != 1 || per_sector[0].inclusion_proofs.is_empty() {
+            return Err(bad(format!(
+                "vanilla proof {i} holds {} sector proofs with {} inclusion proofs; one sector proof with its challenges' paths is expected",
+                per_sector.len(),
+                per_sector.first().map_or(0, |s| s.inclusion_proofs.len())
+            )));
+        }
+    }
+    let cfg = input.registered_proof.as_v1_config();
+    let pp = vanilla_params(input.registered_proof)?;
+    single_partition_vanilla_proofs(&cfg, &pp, &d.inputs, &d.proofs)
+        .map_err(|e| bad(format!("the vanilla proofs do not verify for this randomness, miner and partition ({e:#})")))
+}
+
+/// The circuit of `input`'s partition, built exactly as filecoin-proofs builds it.
+pub fn circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<FallbackPoStCircuit<Tree>> {
+    let d = decoded::<Tree>(input)?;
+    let partition = vanilla_partition::<Tree>(input, &d)?;
+    let pp = vanilla_params(input.registered_proof)?;
+    // filecoin-proofs proves the single partition it is given as partition 0 of its inputs.
+    <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
+        &d.inputs,
+        Default::default(),
+        &partition,
+        &pp,
+        Some(0),
+    )
+    .map_err(|e| Error::PostInput { source_name: input.source.clone(), reason: format!("building the circuit: {e:#}") })
+}

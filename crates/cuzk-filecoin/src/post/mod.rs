@@ -1,0 +1,19 @@
+//! Proof-of-Spacetime as proof kinds: WinningPoSt and one WindowPoSt partition, proved from
+//! the vanilla proofs Curio sends (one bincode `FallbackPoStSectorProof` per sector). It owns
+//! the registered PoSt proofs and their lotus numbers ([`registry`]), the request and its
+//! checks ([`input`]), the partition circuit, its PCE identity and parameter files
+//! ([`circuit`]), the official verifiers ([`verify`]), sealing sectors and drawing vanilla
+//! proofs for tests and fixtures ([`fixture`]), and [`PoSt`], the kind the engine proves
+//! through ([`kind`]). It shares the engine, the PCE machinery and test-parameter generation
+//! with PoRep and knows nothing of gRPC, the command line or a backend.
+
+pub mod circuit;
+pub mod fixture;
+pub mod input;
+pub mod kind;
+pub mod registry;
+pub mod verify;
+
+pub use filecoin_proofs_api::RegisteredPoStProof;
+pub use input::PostInput;
+pub use kind::PoSt;
