@@ -16,7 +16,9 @@ use crate::DaemonError;
 /// Where the daemon listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Listen {
+    /// A unix socket at this path (`unix:///PATH`).
     Unix(PathBuf),
+    /// A TCP address (`tcp://HOST:PORT`; port 0 asks the kernel for a free one).
     Tcp(std::net::SocketAddr),
 }
 
@@ -158,8 +160,9 @@ pub struct AuthSection {
     /// File holding the admin token (`x-cuzk-admin-token: TOKEN`) that PreloadSRS and EvictSRS
     /// need when set; "" = admin calls need only what every call needs.
     pub admin_token_file: String,
-    /// PEM certificate chain and private key for TLS on TCP.
+    /// PEM certificate chain for TLS on TCP; "" = no TLS (give both this and `tls_key`, or neither).
     pub tls_cert: String,
+    /// PEM private key of `tls_cert`; "" = no TLS.
     pub tls_key: String,
     /// Allow TCP without TLS and without a token (Curio's client as it is); warned about at start.
     pub insecure: bool,
@@ -203,10 +206,15 @@ impl Default for NetSection {
 pub struct DaemonConfig {
     /// `unix:///PATH` or `tcp://HOST:PORT`.
     pub listen: String,
+    /// `[engine]`: backend, workers, byte budget, verification and device-error policy.
     pub engine: EngineSection,
+    /// `[srs]`: circuits preloaded at start.
     pub srs: SrsSection,
+    /// `[jobs]`: job retention and the queue and request limits.
     pub jobs: JobsSection,
+    /// `[auth]`: tokens, TLS and the unix socket's mode.
     pub auth: AuthSection,
+    /// `[net]`: connection limits.
     pub net: NetSection,
 }
 
@@ -239,16 +247,27 @@ impl Default for DaemonConfig {
 /// Why one config value was refused (the caller names the key or variable it came from).
 #[derive(Debug, thiserror::Error)]
 pub enum ValueError {
+    /// [`DaemonConfig::set`] was given a key it does not know (the dotted key).
     #[error("unknown key {0}")]
     UnknownKey(String),
+    /// A count key's value is not a non-negative integer.
     #[error("not a count")]
     NotACount(#[source] std::num::ParseIntError),
+    /// A boolean key's value is none of 1/true/yes/on or 0/false/no/off.
     #[error("want true or false")]
     NotABool,
+    /// A byte size does not start with a number (the text as given).
     #[error("{0:?} is not a byte size like 24GiB")]
     NotASize(String),
+    /// A byte size has a unit [`parse_bytes`] does not know.
     #[error("{text:?}: unknown unit {unit:?}")]
-    UnknownUnit { text: String, unit: String },
+    UnknownUnit {
+        /// The size as given.
+        text: String,
+        /// The unit, lower-cased.
+        unit: String,
+    },
+    /// A byte size is above 2^62 bytes or not finite (the text as given).
     #[error("{0:?} is too large (at most 2^62 bytes)")]
     TooLarge(String),
 }

@@ -35,14 +35,21 @@ const JOB_OVERHEAD: u64 = 512;
 /// A job's state as AwaitProof reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
+    /// Waiting in the priority queues.
     Queued,
+    /// Handed to the engine, no answer yet.
     Running,
+    /// Proved (and verified, when verification was asked for); the proof is in the view.
     Completed,
+    /// Refused by the checks, failed in the engine, or still queued when the daemon drained;
+    /// the view's error says why.
     Failed,
+    /// Cancelled before it finished; a running job's eventual proof is discarded.
     Cancelled,
 }
 
 impl State {
+    /// Whether the job has its final answer (COMPLETED, FAILED or CANCELLED).
     pub fn finished(self) -> bool {
         matches!(self, State::Completed | State::Failed | State::Cancelled)
     }
@@ -51,38 +58,84 @@ impl State {
 /// What a finished (or unfinished) job looks like from outside.
 #[derive(Clone, Debug)]
 pub struct JobView {
+    /// The job's id: 32 hex digits of a random 128-bit number.
     pub job_id: String,
+    /// Where the job is now.
     pub state: State,
+    /// The proof bytes when COMPLETED; empty otherwise.
     pub proof: Vec<u8>,
+    /// Why the job FAILED or was CANCELLED (cut to [`MAX_ERROR`] bytes); empty otherwise.
     pub error: String,
+    /// The proof was verified and accepted before it was returned (false while unfinished, on
+    /// failure, and when verification was skipped).
     pub verified: bool,
+    /// Milliseconds from submission until the engine took the job (until it finished, if it
+    /// never started); 0 until the job finishes.
     pub queue_wait_ms: u64,
+    /// Milliseconds in the engine's parse stage: the request's checks and loading the
+    /// circuit's parameters and PCE when they were not resident (0 until the engine answers).
     pub srs_load_ms: u64,
+    /// Wall-clock milliseconds from the first witness or mat-vec stage of the job's partitions
+    /// to the last one's end (0 until the engine answers).
     pub synthesis_ms: u64,
+    /// Milliseconds of the prove stage summed over the job's partitions, on whichever backend
+    /// proved them (0 until the engine answers).
     pub gpu_compute_ms: u64,
+    /// Milliseconds from submission until the job finished; 0 until then.
     pub total_ms: u64,
 }
 
 /// What Submit answers.
 #[derive(Clone, Debug)]
 pub struct Submitted {
+    /// The job's id (for AwaitProof and CancelProof).
     pub job_id: String,
+    /// 1 + the queued jobs that run before it; 0 when it is not queued (refused at once,
+    /// already running or finished).
     pub queue_position: u32,
 }
 
 /// Why a submission was refused without a job.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
+    /// The daemon is draining for shutdown (UNAVAILABLE).
     #[error("the daemon is shutting down and takes no new jobs")]
     Draining,
+    /// The request id is longer than `jobs.max_request_id` (INVALID_ARGUMENT).
     #[error("request_id is {len} bytes; at most {max} are accepted (jobs.max_request_id)")]
-    RequestIdTooLong { len: usize, max: usize },
+    RequestIdTooLong {
+        /// The request id's length in bytes.
+        len: usize,
+        /// `jobs.max_request_id`.
+        max: usize,
+    },
+    /// `jobs.max_queued` jobs are already queued or running (RESOURCE_EXHAUSTED).
     #[error("the queue is full: {held} jobs queued or running (jobs.max_queued = {max})")]
-    QueueFull { held: usize, max: usize },
+    QueueFull {
+        /// Jobs queued or running now.
+        held: usize,
+        /// `jobs.max_queued`.
+        max: usize,
+    },
+    /// This request's C1 would take the queued bytes past `jobs.max_queued_bytes`
+    /// (RESOURCE_EXHAUSTED).
     #[error("queued C1s hold {held} bytes; {size} more would pass jobs.max_queued_bytes = {max}")]
-    QueueBytes { held: u64, size: u64, max: u64 },
+    QueueBytes {
+        /// Bytes of C1 input held by queued or running jobs now.
+        held: u64,
+        /// Bytes of this request's C1 (`vanilla_proof`).
+        size: u64,
+        /// `jobs.max_queued_bytes` in bytes.
+        max: u64,
+    },
+    /// This client already has `jobs.max_per_client` jobs queued or running (RESOURCE_EXHAUSTED).
     #[error("this client has {held} jobs queued or running (jobs.max_per_client = {max})")]
-    ClientLimit { held: usize, max: usize },
+    ClientLimit {
+        /// The client's jobs queued or running now.
+        held: usize,
+        /// `jobs.max_per_client`.
+        max: usize,
+    },
 }
 
 impl Refused {
@@ -99,13 +152,23 @@ impl Refused {
 /// The bounds on what the job table holds (`[jobs]` in the config).
 #[derive(Clone, Debug)]
 pub struct Limits {
+    /// Finished accepted jobs remembered at most (`jobs.retain`).
     pub retain: usize,
+    /// Bytes finished accepted jobs may keep together (proof, error, ids and 512 bytes of
+    /// bookkeeping each; `jobs.retain_bytes`).
     pub retain_bytes: u64,
+    /// How long after finishing a job is remembered at most (`jobs.retain_secs`).
     pub retain_for: Duration,
+    /// Jobs that failed their checks at submission (bad kind, bad C1, …) remembered at most,
+    /// apart from accepted ones (`jobs.retain_rejected`).
     pub retain_rejected: usize,
+    /// Most jobs queued or running at once (`jobs.max_queued`).
     pub max_queued: usize,
+    /// Most bytes of C1 input queued or running jobs may hold together (`jobs.max_queued_bytes`).
     pub max_queued_bytes: u64,
+    /// Most jobs one client may have queued or running at once (`jobs.max_per_client`).
     pub max_per_client: usize,
+    /// Longest request id in bytes (`jobs.max_request_id`).
     pub max_request_id: usize,
 }
 
@@ -123,8 +186,11 @@ pub struct Policy {
 /// Settings of the job service.
 #[derive(Clone, Debug)]
 pub struct JobsConfig {
+    /// Jobs handed to the engine at once (0 is taken as 1); the rest wait in the queues.
     pub max_in_flight: usize,
+    /// What the job table holds and the queue admits.
     pub limits: Limits,
+    /// Verification and synthetic-input policy.
     pub policy: Policy,
 }
 
@@ -230,18 +296,27 @@ struct Table {
 /// Counts for status and metrics.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
+    /// Jobs COMPLETED since start.
     pub completed: u64,
+    /// Jobs FAILED since start (those that failed their checks at submission included).
     pub failed: u64,
+    /// Jobs CANCELLED since start.
     pub cancelled: u64,
-    /// (kind, queued, running)
+    /// (kind, queued, running) for each proof kind with a queued or running job, by kind name.
     pub queues: Vec<(String, u32, u32)>,
+    /// Jobs handed to the engine whose answer has not come back yet.
     pub in_flight: usize,
+    /// The service is draining for shutdown.
     pub draining: bool,
+    /// Milliseconds finished jobs waited in the queues before the engine took them, summed.
     pub queue_wait_ms_sum: u64,
+    /// Finished jobs that the engine took (the count behind `queue_wait_ms_sum`).
     pub queue_wait_count: u64,
-    /// Jobs remembered (finished accepted, finished refused) and the bytes the first keep.
+    /// Finished accepted jobs remembered now.
     pub retained: usize,
+    /// Jobs that failed their checks at submission, remembered now.
     pub rejected_retained: usize,
+    /// Bytes the remembered accepted jobs keep (as [`Limits::retain_bytes`] counts them).
     pub retained_bytes: u64,
 }
 
@@ -328,10 +403,12 @@ impl Jobs {
         Ok(me)
     }
 
+    /// The engine's trace: per-stage events and RSS samples, bounded.
     pub fn trace(&self) -> &Arc<Trace> {
         &self.s.trace
     }
 
+    /// The engine's byte budget for in-flight partitions.
     pub fn budget(&self) -> &cuzk_pipeline::Budget {
         &self.s.budget
     }
@@ -486,6 +563,7 @@ impl Jobs {
         }
     }
 
+    /// The counts for status and metrics, taken now.
     pub fn counts(&self) -> Counts {
         let t = lock(&self.s.table);
         let mut by: std::collections::BTreeMap<String, (u32, u32)> = std::collections::BTreeMap::new();

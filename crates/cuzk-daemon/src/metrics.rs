@@ -9,45 +9,68 @@ use std::fmt::Write as _;
 /// Seconds and runs of one pipeline stage.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StageTime {
+    /// The stage's name ("parse", "witness", "mat-vec", "prove", "finalize").
     pub stage: String,
+    /// Seconds over all its runs.
     pub total_s: f64,
+    /// How many times it ran.
     pub count: u64,
 }
 
 /// Jobs of one proof kind waiting in the queues and inside the engine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueDepth {
+    /// The proof kind's name, e.g. "POREP_SEAL_COMMIT".
     pub kind: String,
+    /// Jobs of this kind waiting in the priority queues.
     pub pending: u32,
+    /// Jobs of this kind handed to the engine.
     pub in_progress: u32,
 }
 
 /// Host bytes resident for one circuit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Resident {
+    /// The circuit id, e.g. "porep-32g".
     pub circuit: String,
+    /// Host bytes of its Groth16 parameters.
     pub params_bytes: u64,
+    /// Host bytes of its pre-compiled constraint evaluator (0 when not loaded).
     pub pce_bytes: u64,
 }
 
 /// Everything the metrics text shows, taken at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
+    /// Jobs completed since start.
     pub completed: u64,
+    /// Jobs failed since start.
     pub failed: u64,
+    /// Jobs cancelled since start.
     pub cancelled: u64,
+    /// Partitions whose device failed and that were proved again on the CPU.
     pub retried_on_cpu: u64,
+    /// Per-stage seconds and runs over the trace events still retained.
     pub stages: Vec<StageTime>,
+    /// Seconds jobs waited in the priority queues before the engine took them, summed.
     pub queue_wait_s_sum: f64,
+    /// Jobs that left the queues for the engine (the count behind `queue_wait_s_sum`).
     pub queue_wait_count: u64,
+    /// Queued and running jobs per proof kind.
     pub queues: Vec<QueueDepth>,
+    /// Resident set size of the daemon's process.
     pub rss_bytes: u64,
+    /// The byte budget for in-flight partitions.
     pub budget_bytes: u64,
+    /// Bytes leased from the budget now.
     pub budget_in_use_bytes: u64,
+    /// Most bytes ever leased from the budget at once.
     pub budget_high_water_bytes: u64,
     /// (device, fraction of the retained window its provers were busy)
     pub device_busy: Vec<(String, f64)>,
+    /// Host bytes of parameters and PCE per resident circuit.
     pub resident: Vec<Resident>,
+    /// Seconds since the service started.
     pub uptime_s: f64,
 }
 

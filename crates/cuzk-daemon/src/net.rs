@@ -29,14 +29,19 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
 /// A bound listener.
 pub enum Listener {
+    /// A TCP listener (TLS is the [`Gate`]'s business).
     Tcp(TcpListener),
+    /// A unix socket listener.
     Unix(UnixListener),
 }
 
 /// The limits of the accept loop.
 #[derive(Clone)]
 pub struct Gate {
+    /// Most connections open at once (`net.max_connections`); later ones are closed at once.
     pub max_connections: usize,
+    /// Time a new connection has to finish TLS and send the HTTP/2 preface
+    /// (`net.handshake_timeout_ms`).
     pub handshake: Duration,
     /// TLS on TCP connections.
     pub tls: Option<TlsAcceptor>,

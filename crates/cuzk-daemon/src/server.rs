@@ -35,6 +35,7 @@ pub const TRACE_CAP: usize = 200_000;
 pub struct Handle {
     /// The address actually bound (a `tcp://…:0` request resolved to its port).
     pub listen: Listen,
+    /// The RPC service it serves (for status, metrics and the job table in-process).
     pub service: Service,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<bool, DaemonError>>,

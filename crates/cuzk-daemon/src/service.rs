@@ -54,10 +54,13 @@ fn check_job_id(id: &str) -> Result<(), Status> {
 }
 
 impl Service {
+    /// The service over `jobs`, reporting `devices` (by name, in ordinal order) in its status
+    /// and checking each call with `auth`; its uptime counts from now.
     pub fn new(jobs: Jobs, devices: Vec<String>, auth: Auth) -> Service {
         Service { jobs, devices: Arc::new(devices), started: Instant::now(), auth: Arc::new(auth) }
     }
 
+    /// The job service behind it.
     pub fn jobs(&self) -> &Jobs {
         &self.jobs
     }
