@@ -41,13 +41,17 @@ enum Cmd {
     /// Prove the bundled 2 KiB sector end to end: make test parameters if needed, prove,
     /// verify with verify_seal, print the proof, stage times and peak RSS.
     Demo(cmd::demo::DemoArgs),
-    /// Prove C1 outputs and write the seal proof bytes (verified first unless --no-verify).
+    /// Prove C1 outputs and write the seal proof bytes, or a PoSt request (--post) and write its
+    /// proof (verified first unless --no-verify).
     /// Several C1 files go through the pipeline engine together (-j syntheses in flight).
     Prove(cmd::prove::ProveArgs),
     /// Verify a seal proof with filecoin-proofs' verify_seal: prints VALID (exit 0) or INVALID (exit 1).
     Verify(cmd::verify::VerifyArgs),
     /// Seal a random sector with filecoin-proofs and write DIR/c1.json plus DIR/c1.meta.json.
     GenC1(cmd::gen_c1::GenC1Args),
+    /// Seal sectors and write the WinningPoSt and WindowPoSt request files a miner would send
+    /// for them (vanilla proofs drawn by filecoin-proofs-api), to prove with `prove --post`.
+    GenPost(cmd::post::GenPostArgs),
     /// Groth16 parameter files: make test parameters, check files, show paths.
     #[command(subcommand)]
     Params(cmd::params::ParamsCmd),
@@ -94,6 +98,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Prove(a) => cmd::prove::run(a),
         Cmd::Verify(a) => cmd::verify::run(a),
         Cmd::GenC1(a) => cmd::gen_c1::run(a),
+        Cmd::GenPost(a) => cmd::post::gen(a),
         Cmd::Params(p) => cmd::params::run(p),
         Cmd::Pce(p) => cmd::pce::run(p),
         Cmd::Bench(b) => cmd::bench::run(b),

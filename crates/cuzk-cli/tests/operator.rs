@@ -115,3 +115,40 @@ fn doctor_fails_on_missing_and_damaged_parameters_and_passes_when_ready() {
     assert_eq!(damaged.status.code(), Some(1), "{report}");
     assert!(report.lines().any(|l| l.starts_with("FAIL  file ") && l.contains("damaged or foreign")), "{report}");
 }
+
+#[test]
+fn gen_post_then_prove_post_writes_verified_proofs_and_refuses_a_c1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = cuzk(&["gen-post", "--sector-size", "2KiB", "--sectors", "3", "--out", d.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(said.contains("winning.json") && said.contains("window-0.json") && said.contains("window-1.json"), "{said}");
+    // Lotus numbers: 0 is WinningPoSt 2KiB, 10 WindowPoSt 2KiB (V1_1).
+    for n in ["0", "10"] {
+        let o = cuzk(&["params", "ensure", "--post", n], &[]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    for (file, verifier) in
+        [("winning.json", "verify_winning_post"), ("window-0.json", "verify_window_post"), ("window-1.json", "verify_window_post")]
+    {
+        let out = d.join(format!("{file}.proof"));
+        let input = d.join(file);
+        let o = cuzk(&["prove", "--post", input.to_str().unwrap(), "--out", out.to_str().unwrap(), "--backend", "cpu"], &[]);
+        let said = text(&o.stdout);
+        assert!(o.status.success(), "{file}: {}", text(&o.stderr));
+        assert!(said.contains(&format!("verified with {verifier}")), "{file}: {said}");
+        let proof = std::fs::read(&out).unwrap();
+        // The official verifier in this process, over the same parameter directory.
+        cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k)).apply().unwrap();
+        let request = cuzk_filecoin::post::PostInput::from_file_bytes(file, &std::fs::read(&input).unwrap()).unwrap();
+        cuzk_filecoin::post::verify::ensure_valid(&request, &proof).unwrap();
+    }
+    // A C1 given as a PoSt request: one error line naming the file, no proof written.
+    let out = d.join("c1.proof");
+    let f = fixture();
+    let o = cuzk(&["prove", "--post", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--backend", "cpu"], &[]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success() && err.contains("c1.json") && err.contains("not a PoSt request file"), "{err}");
+    assert!(!out.exists());
+}

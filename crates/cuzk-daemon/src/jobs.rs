@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity};
 use cuzk_filecoin::porep::{params, PorepInput, RegisteredSealProof};
+use cuzk_filecoin::post::{self, PostInput};
 use cuzk_filecoin::Kinds;
 use cuzk_pipeline::engine::{JobSource, PartitionInput};
+use cuzk_pipeline::kind::ProofKind as _;
 use cuzk_pipeline::{Engine, JobOptions, Trace};
 use tokio::sync::watch;
 
@@ -222,10 +224,16 @@ impl Default for JobsConfig {
     }
 }
 
-/// A checked PoRep input, ready for the engine.
+/// A checked input, ready for the engine.
 struct Input {
-    porep: Arc<PorepInput>,
+    request: Request,
     verify: bool,
+}
+
+/// What a job proves, of its kind.
+enum Request {
+    Porep(Arc<PorepInput>),
+    Post(Arc<PostInput>),
 }
 
 /// The by-request key: the client and its request id.
@@ -427,7 +435,7 @@ impl Jobs {
             return Err(Refused::RequestIdTooLong { len: req.request_id.len(), max: lim.max_request_id });
         }
         let key = (!req.request_id.is_empty()).then(|| (client.to_string(), req.request_id.clone()));
-        let size = req.vanilla_proof.len() as u64;
+        let size = (req.vanilla_proof.len() + req.vanilla_proofs.iter().map(Vec::len).sum::<usize>()) as u64;
         {
             let t = lock(&self.s.table);
             if let Some(s) = existing(&t, key.as_ref()) {
@@ -653,7 +661,10 @@ impl Jobs {
         while let Some((job_id, input, span)) = self.next() {
             span.in_scope(|| tracing::info!("started"));
             let opts = JobOptions { randomness: None, verify: input.verify };
-            let source = in_span(span, self.s.kinds.porep.job(input.porep, opts));
+            let source = match input.request {
+                Request::Porep(r) => in_span(span, self.s.kinds.porep.job(r, opts)),
+                Request::Post(r) => in_span(span, self.s.kinds.post.job(r, opts)),
+            };
             let ticket = match lock(&self.s.engine).as_ref() {
                 Some(e) => e.submit(source),
                 None => Err(cuzk_pipeline::PipelineError::Shutdown),
@@ -892,22 +903,39 @@ fn expected_proof(req: &SubmitProofRequest) -> Result<Option<RegisteredSealProof
     Ok(by_number.or(by_size))
 }
 
-/// Checks a request and parses its C1; the error names what is wrong.
+/// Checks a request and parses its input; the error names what is wrong.
 fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) -> Result<Input, String> {
-    match ProofKind::try_from(req.proof_kind) {
-        Ok(ProofKind::PorepSealCommit) => {}
-        Ok(ProofKind::Unspecified) => return Err("proof_kind is not set (POREP_SEAL_COMMIT is the kind this daemon proves)".into()),
-        Ok(k) => return Err(format!("proof kind {} is not supported yet; this daemon proves POREP_SEAL_COMMIT only", k.as_str_name())),
-        Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
+    let skip = req.skip_verify && policy.allow_skip_verify;
+    if req.skip_verify && !skip {
+        tracing::info!("skip_verify asked for but not allowed (jobs.allow_skip_verify = false): the proof is verified");
     }
+    let verify = policy.verify && !skip;
+    let request = match ProofKind::try_from(req.proof_kind) {
+        Ok(ProofKind::PorepSealCommit) => Request::Porep(check_porep(kinds, req, job_id, policy)?),
+        Ok(ProofKind::WindowPostPartition | ProofKind::WinningPost) => Request::Post(check_post(kinds, req, job_id)?),
+        Ok(ProofKind::Unspecified) => {
+            return Err("proof_kind is not set (this daemon proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and WINNING_POST)".into())
+        }
+        Ok(k) => return Err(format!("proof kind {} is not supported yet", k.as_str_name())),
+        Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
+    };
+    Ok(Input { request, verify })
+}
+
+/// How a request's input is named in errors.
+fn input_name(req: &SubmitProofRequest, job_id: &str, field: &str) -> String {
+    match req.request_id.as_str() {
+        "" => format!("job {job_id}: {field}"),
+        r => format!("request \"{}\": {field}", loggable(r)),
+    }
+}
+
+fn check_porep(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) -> Result<Arc<PorepInput>, String> {
     if req.vanilla_proof.is_empty() {
         return Err("vanilla_proof is empty: a PoRep request carries the C1 output JSON".into());
     }
     let expected = expected_proof(req)?;
-    let name = match req.request_id.as_str() {
-        "" => format!("job {job_id}: vanilla_proof"),
-        r => format!("request \"{}\": vanilla_proof", loggable(r)),
-    };
+    let name = input_name(req, job_id, "vanilla_proof");
     let c1 = C1::parse(std::path::Path::new(&name), &req.vanilla_proof, expected).map_err(|e| e.to_string())?;
     if c1.synthetic && !policy.allow_synthetic {
         return Err("vanilla_proof is a synthetic C1 (cuzk gen-c1 --synthetic, marked cuzk_synthetic): its proof can never \
@@ -918,12 +946,32 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) 
     if kinds.porep.resident(rp).1.is_none() {
         params::ensure_present(rp).map_err(|e| e.to_string())?;
     }
-    let skip = req.skip_verify && policy.allow_skip_verify;
-    if req.skip_verify && !skip {
-        tracing::info!("skip_verify asked for but not allowed (jobs.allow_skip_verify = false): the proof is verified");
-    }
     let identity = SectorIdentity { miner_id: req.miner_id, sector_number: req.sector_number };
-    Ok(Input { porep: Arc::new(PorepInput { c1, identity }), verify: policy.verify && !skip })
+    Ok(Arc::new(PorepInput { c1, identity }))
+}
+
+/// A PoSt request as Curio encodes it: the registered PoSt proof by lotus number (which must
+/// be of the kind the request names and, when given, of its sector size), `vanilla_proofs`
+/// (field 11), `randomness`, `miner_id` and, for WindowPoSt, `partition_index`. The vanilla
+/// proofs' own verification runs on the engine's parse stage.
+fn check_post(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str) -> Result<Arc<PostInput>, String> {
+    let winning = req.proof_kind == ProofKind::WinningPost as i32;
+    if req.vanilla_proofs.is_empty() {
+        return Err("vanilla_proofs is empty: a PoSt request carries one vanilla proof per sector (field 11)".into());
+    }
+    let rp = post::registry::from_number(req.registered_proof).map_err(|e| e.to_string())?;
+    if post::registry::is_winning(rp) != winning {
+        return Err(format!("registered_proof {} ({rp:?}) is not a {} proof", req.registered_proof, kind_name(req.proof_kind)));
+    }
+    let size = post::registry::sector_size_of(rp);
+    if req.sector_size != 0 && req.sector_size != size {
+        return Err(format!("registered_proof {} ({rp:?}) does not match sector_size {}", req.registered_proof, req.sector_size));
+    }
+    let name = input_name(req, job_id, "vanilla_proofs");
+    let input = PostInput::new(name, rp, &req.randomness, req.miner_id, req.partition_index as usize, req.vanilla_proofs.clone())
+        .map_err(|e| e.to_string())?;
+    kinds.post.params_path(&rp).map_err(|e| e.to_string())?;
+    Ok(Arc::new(input))
 }
 
 #[cfg(test)]

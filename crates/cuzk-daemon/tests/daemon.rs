@@ -23,8 +23,8 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
         ("unset kind", SubmitProofRequest { proof_kind: 0, ..good.clone() }, "proof_kind is not set"),
         (
             "other kind",
-            SubmitProofRequest { proof_kind: ProofKind::WindowPostPartition as i32, ..good.clone() },
-            "WINDOW_POST_PARTITION is not supported",
+            SubmitProofRequest { proof_kind: ProofKind::SnapDealsUpdate as i32, ..good.clone() },
+            "SNAP_DEALS_UPDATE is not supported",
         ),
         ("unknown kind", SubmitProofRequest { proof_kind: 77, ..good.clone() }, "unknown proof kind 77"),
         ("empty", SubmitProofRequest { vanilla_proof: vec![], ..good.clone() }, "vanilla_proof is empty"),

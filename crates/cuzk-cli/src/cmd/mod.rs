@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod gen_c1;
 pub mod params;
 pub mod pce;
+pub mod post;
 pub mod prove;
 pub mod selftest;
 pub mod verify;

@@ -1,4 +1,4 @@
-//! `cuzk params`: Groth16 parameter files of a sector size made (insecure test parameters),
+//! `cuzk params`: Groth16 parameter files of a sector size (or of a PoSt proof) made (insecure test parameters),
 //! checked or located. [`ensure_params`] is shared with `demo`. It must not know proving.
 
 use std::process::ExitCode;
@@ -9,37 +9,68 @@ use cuzk_core::{mem, params};
 use cuzk_filecoin::porep::params::ParamPaths;
 use cuzk_filecoin::porep::test_params::Ensured;
 use cuzk_filecoin::porep::RegisteredSealProof;
+use cuzk_filecoin::post::{circuit, registry};
 
 use crate::args::proof_for;
 use crate::context::{kinds, rayon_threads};
+
+/// Which parameter set: PoRep's of a sector size, or a registered PoSt proof's.
+#[derive(clap::Args)]
+pub struct Which {
+    /// The sector size of the PoRep parameters (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
+    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    sector_size: Option<String>,
+    /// Instead, the parameters of this registered PoSt proof, by its lotus number (0–4
+    /// WinningPoSt 2KiB…64GiB, 5–9 WindowPoSt V1, 10–14 WindowPoSt V1_1 as lotus names them).
+    #[arg(long)]
+    post: Option<u64>,
+}
+
+impl Which {
+    fn paths(&self) -> Result<ParamPaths> {
+        match (&self.sector_size, self.post) {
+            (_, Some(n)) => Ok(circuit::param_paths(registry::from_number(n)?)?),
+            (Some(size), None) => Ok(ParamPaths::for_proof(proof_for(size)?)?),
+            (None, None) => anyhow::bail!("--sector-size or --post is required"),
+        }
+    }
+}
 
 #[derive(Subcommand)]
 pub enum ParamsCmd {
     /// Make insecure TEST parameters (.params, .vk, .meta) if none exist; check them if they do.
     Ensure {
-        #[arg(long)]
-        sector_size: String,
+        #[command(flatten)]
+        which: Which,
         /// Seed for the trapdoor (default: OS randomness).
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// Check the parameter and verifying-key files of a sector size structurally.
+    /// Check the parameter and verifying-key files of a sector size (or PoSt proof) structurally.
     Check {
-        #[arg(long)]
-        sector_size: String,
+        #[command(flatten)]
+        which: Which,
     },
-    /// Print the parameter file paths for a sector size.
+    /// Print the parameter file paths of a sector size (or PoSt proof).
     Path {
-        #[arg(long)]
-        sector_size: String,
+        #[command(flatten)]
+        which: Which,
     },
 }
 
 pub fn run(p: ParamsCmd) -> Result<ExitCode> {
     match p {
-        ParamsCmd::Ensure { sector_size, seed } => ensure_params(proof_for(&sector_size)?, seed).map(|()| ExitCode::SUCCESS),
-        ParamsCmd::Check { sector_size } => {
-            let paths = ParamPaths::for_proof(proof_for(&sector_size)?)?;
+        ParamsCmd::Ensure { which, seed } => match (which.post, &which.sector_size) {
+            (Some(n), _) => {
+                let rp = registry::from_number(n)?;
+                report(&which.paths()?, kinds().post.ensure_test_params(rp, seed)?);
+                Ok(ExitCode::SUCCESS)
+            }
+            (None, Some(size)) => ensure_params(proof_for(size)?, seed).map(|()| ExitCode::SUCCESS),
+            (None, None) => anyhow::bail!("--sector-size or --post is required"),
+        },
+        ParamsCmd::Check { which } => {
+            let paths = which.paths()?;
             let l = params::check_params_file(&paths.params)?;
             let ic = params::check_vk_file(&paths.vk)?;
             println!(
@@ -59,8 +90,8 @@ pub fn run(p: ParamsCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ParamsCmd::Path { sector_size } => {
-            let paths = ParamPaths::for_proof(proof_for(&sector_size)?)?;
+        ParamsCmd::Path { which } => {
+            let paths = which.paths()?;
             println!("{}\n{}\n{}", paths.params.display(), paths.vk.display(), paths.meta.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -70,7 +101,13 @@ pub fn run(p: ParamsCmd) -> Result<ExitCode> {
 /// Makes insecure test parameters for `rp` unless they exist (then checks them); prints which.
 pub fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
     let paths = ParamPaths::for_proof(rp)?;
-    match cuzk_filecoin::porep::test_params::ensure(&kinds().porep, rp, seed)? {
+    report(&paths, cuzk_filecoin::porep::test_params::ensure(&kinds().porep, rp, seed)?);
+    Ok(())
+}
+
+/// Prints what [`cuzk_filecoin::porep::test_params::ensure_files`] found or made.
+fn report(paths: &ParamPaths, ensured: Ensured) {
+    match ensured {
         Ensured::Present(l) => println!(
             "parameters present: {} ({}; h {}, l {}, a {}, b_g1 {}, b_g2 {})",
             paths.params.display(),
@@ -97,5 +134,4 @@ pub fn ensure_params(rp: RegisteredSealProof, seed: Option<u64>) -> Result<()> {
             );
         }
     }
-    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `cuzk prove`: one C1 proved (new path through the pipeline engine, or bellperson's
+//! `cuzk prove`: one C1 (or, with `--post`, one PoSt request: [`crate::cmd::post`]) proved (new path through the pipeline engine, or bellperson's
 //! reference prover) and written once verified, or several C1s through the engine together.
 //! [`prove_with`] and [`render_breakdown`] are shared with `demo`. It must not know the other
 //! commands or how the process was configured beyond [`crate::context::kinds`].
@@ -23,8 +23,14 @@ use crate::input::{load_input, write_trace};
 pub struct ProveArgs {
     /// The C1 output (lotus/filecoin-ffi JSON or filecoin-proofs' plain JSON); repeat the flag
     /// (or list several files) to prove several sectors through the pipeline.
-    #[arg(long, required = true, num_args = 1..)]
+    #[arg(long, required_unless_present = "post", conflicts_with = "post", num_args = 1..)]
     c1: Vec<PathBuf>,
+    /// A PoSt request instead of a C1: a JSON file with the registered PoSt proof (lotus
+    /// number: 0–4 WinningPoSt, 5–14 WindowPoSt), miner id, randomness, partition index and
+    /// one base64 vanilla proof per sector, as `cuzk gen-post` writes and Curio sends. The
+    /// proof (192 bytes) is checked with verify_winning_post / verify_window_post.
+    #[arg(long)]
+    post: Option<PathBuf>,
     /// Where to write the proof bytes (written atomically, only once verified): a file for one
     /// C1; a directory for several (one `<k>-<c1 file stem>.proof` per input).
     #[arg(long)]
@@ -49,6 +55,9 @@ pub struct ProveArgs {
 }
 
 pub fn run(a: ProveArgs) -> Result<ExitCode> {
+    if let Some(post) = &a.post {
+        return crate::cmd::post::prove_file(post, &a.out, &a.engine, !a.no_verify).map(|()| ExitCode::SUCCESS);
+    }
     if a.c1.len() > 1 {
         return prove_many(&a).map(|()| ExitCode::SUCCESS);
     }

@@ -57,8 +57,7 @@ pub fn for_size(sector_size: u64, winning: bool) -> Result<RegisteredPoStProof> 
     LOTUS_NUMBERS
         .iter()
         .map(|(_, rp)| *rp)
-        .filter(|rp| is_winning(*rp) == winning && sector_size_of(*rp) == sector_size)
-        .next_back()
+        .rfind(|rp| is_winning(*rp) == winning && sector_size_of(*rp) == sector_size)
         .ok_or_else(|| Error::SectorSize(format!("no registered PoSt proof for {sector_size}-byte sectors")))
 }
 
