@@ -29,6 +29,7 @@ use cuzk_witness::WitnessCs;
 use serde::Serialize;
 
 use crate::budget::{Budget, Lease};
+use crate::queue::{Priority, PriorityQueue};
 use crate::trace::Trace;
 use crate::{PipelineError, SharedError};
 
@@ -118,6 +119,9 @@ pub struct Config {
     /// Record into this trace (e.g. one a benchmark already marks phases on) instead of a
     /// fresh one.
     pub trace: Option<Arc<Trace>>,
+    /// A partition waiting for a witness worker rises one priority level per this much
+    /// waiting, up to [`Priority::High`] (see [`crate::queue`]); zero: never.
+    pub aging: Duration,
 }
 
 impl Config {
@@ -134,6 +138,7 @@ impl Config {
             on_device_error: DeviceErrorPolicy::Fail,
             sample_period: Duration::from_millis(100),
             trace: None,
+            aging: Duration::from_secs(120),
         }
     }
 }
@@ -221,6 +226,7 @@ impl Ticket {
 
 struct Submission {
     id: u64,
+    priority: Priority,
     source: JobSource,
     reply: Sender<Outcome>,
     submitted_s: f64,
@@ -332,7 +338,7 @@ impl Engine {
         let (j, matvec_workers) = (cfg.synthesis_workers.max(1), cfg.matvec_workers.max(1));
         let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
         let (submit_tx, submit_rx) = unbounded::<Submission>();
-        let (wit_tx, wit_rx) = bounded::<WitnessItem>(j);
+        let waiting = Arc::new(PriorityQueue::<WitnessItem>::new(cfg.aging));
         let (mv_tx, mv_rx) = bounded::<MatvecItem>(matvec_workers);
         let (pr_tx, pr_rx) = bounded::<ProveItem>(provers);
         let (done_tx, done_rx) = unbounded::<Done>();
@@ -341,11 +347,11 @@ impl Engine {
         let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
             .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
 
-        let mut threads = vec![spawn("cuzk-parse".into(), parse_stage(stage.clone(), submit_rx, wit_tx, matvec))?];
+        let mut threads = vec![spawn("cuzk-parse".into(), parse_stage(stage.clone(), submit_rx, waiting.clone(), matvec))?];
         for wi in 0..j {
             threads.push(spawn(
                 format!("cuzk-witness-{wi}"),
-                witness_stage(stage.clone(), wi, wit_rx.clone(), mv_tx.clone(), budget.clone()),
+                witness_stage(stage.clone(), wi, waiting.clone(), mv_tx.clone(), budget.clone()),
             )?);
         }
         drop(mv_tx);
@@ -366,12 +372,18 @@ impl Engine {
         Ok(Engine { submit: Some(submit_tx), threads, trace, budget, next_id: AtomicU64::new(1), stats })
     }
 
-    /// Queues a job; its outcome comes through the ticket.
+    /// Queues a job at [`Priority::Normal`]; its outcome comes through the ticket.
     pub fn submit(&self, source: JobSource) -> Result<Ticket, PipelineError> {
+        self.submit_at(source, Priority::Normal)
+    }
+
+    /// Queues a job whose partitions go to the witness workers in `priority` order (see
+    /// [`crate::queue`]); its outcome comes through the ticket.
+    pub fn submit_at(&self, source: JobSource, priority: Priority) -> Result<Ticket, PipelineError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = bounded(1);
         let tx = self.submit.as_ref().ok_or(PipelineError::Shutdown)?;
-        tx.send(Submission { id, source, reply, submitted_s: self.trace.now() }).map_err(|_| PipelineError::Shutdown)?;
+        tx.send(Submission { id, priority, source, reply, submitted_s: self.trace.now() }).map_err(|_| PipelineError::Shutdown)?;
         Ok(Ticket { id, rx })
     }
 
@@ -447,9 +459,18 @@ fn spawn(name: String, f: StageFn) -> Result<JoinHandle<()>, PipelineError> {
     std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
 }
 
-/// Parse: each submission's job source runs here; its partitions go to the witness stage.
-fn parse_stage(st: Stage, rx: Receiver<Submission>, tx: Sender<WitnessItem>, matvec: MatVecPlace) -> StageFn {
+/// Parse: each submission's job source runs here; its partitions wait for the witness stage
+/// in the priority queue.
+fn parse_stage(st: Stage, rx: Receiver<Submission>, waiting: Arc<PriorityQueue<WitnessItem>>, matvec: MatVecPlace) -> StageFn {
     Box::new(move || {
+        // However this thread ends, the witness workers must see the queue close.
+        struct CloseOnExit(Arc<PriorityQueue<WitnessItem>>);
+        impl Drop for CloseOnExit {
+            fn drop(&mut self) {
+                self.0.close();
+            }
+        }
+        let _close = CloseOnExit(waiting.clone());
         for sub in rx {
             let job = st.trace.record("parse", sub.id, 0, "parse", "", || guarded("parse", sub.source));
             let job = match job {
@@ -479,17 +500,17 @@ fn parse_stage(st: Stage, rx: Receiver<Submission>, tx: Sender<WitnessItem>, mat
             let ws = WorkingSet::at(&job.pce, matvec);
             for (k, p) in job.partitions.into_iter().enumerate() {
                 let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
-                st.forward(&tx, WitnessItem { c, synth: p.synthesize }, sub.id, k);
+                waiting.push(sub.priority, WitnessItem { c, synth: p.synthesize });
             }
         }
     })
 }
 
 /// Witness: admission against the byte budget, then the partition's witness synthesis.
-fn witness_stage(st: Stage, wi: usize, rx: Receiver<WitnessItem>, tx: Sender<MatvecItem>, budget: Budget) -> StageFn {
+fn witness_stage(st: Stage, wi: usize, waiting: Arc<PriorityQueue<WitnessItem>>, tx: Sender<MatvecItem>, budget: Budget) -> StageFn {
     Box::new(move || {
         let lane = format!("witness-{wi}");
-        for WitnessItem { c, synth } in rx {
+        while let Some(WitnessItem { c, synth }) = waiting.pop() {
             if st.skipped(&c) {
                 continue;
             }

@@ -39,6 +39,7 @@
 pub mod budget;
 pub mod engine;
 pub mod kind;
+pub mod queue;
 pub mod resources;
 pub mod trace;
 
@@ -47,6 +48,7 @@ use std::sync::Arc;
 pub use budget::{Budget, Lease};
 pub use engine::{Config, Device, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
 pub use kind::{CircuitId, JobOptions, ProofKind};
+pub use queue::Priority;
 pub use trace::Trace;
 
 /// An error from below or beside the engine (a proof kind, the PCE layer, the prover),

@@ -391,3 +391,31 @@ fn a_panic_on_the_device_fails_its_proof_or_is_retried_on_the_cpu_as_configured(
     assert_eq!(retried, 2);
     assert_eq!(engine.budget().in_use(), 0);
 }
+
+#[test]
+fn a_critical_job_overtakes_the_queued_partitions_of_earlier_lower_priority_jobs() {
+    use cuzk_pipeline::Priority;
+    let f = fixture();
+    let engine = Engine::start(Config::cpu(1, roomy())).unwrap();
+    let delay = Duration::from_millis(60);
+    // Eight partitions of a NORMAL proof (one witness worker: they run one at a time), then a
+    // LOW one, then a CRITICAL one-partition proof while the first is still being worked on.
+    let normal = engine.submit_at(job_with_delay(&f, &rs(1, 8), None, None, delay), Priority::Normal).unwrap();
+    let low = engine.submit_at(job_with_delay(&f, &rs(2, 1), None, None, delay), Priority::Low).unwrap();
+    std::thread::sleep(delay * 2);
+    let critical = engine.submit_at(job_with_delay(&f, &rs(3, 1), None, None, delay), Priority::Critical).unwrap();
+    let ids = (normal.id, low.id, critical.id);
+    for (t, seed, n) in [(critical, 3, 1), (normal, 1, 8), (low, 2, 1)] {
+        let out = t.wait();
+        assert_eq!(out.result.unwrap(), reference(&f, &rs(seed, n)), "priority must not change a proof");
+    }
+    let mut witness: Vec<_> = engine.trace().events().into_iter().filter(|e| e.stage == "witness").collect();
+    witness.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    let order: Vec<u64> = witness.iter().map(|e| e.proof).collect();
+    let at = |id| order.iter().position(|p| *p == id).unwrap();
+    // The CRITICAL partition's witness starts within two partitions of its submission (the
+    // one being worked on and at most one taken since), long before the NORMAL proof's end.
+    assert!(at(ids.2) <= 4, "critical waited behind queued partitions: {order:?}");
+    // The LOW one, queued before the CRITICAL, still comes after every NORMAL partition.
+    assert_eq!(at(ids.1), order.len() - 1, "{order:?}");
+}
