@@ -23,11 +23,11 @@ use cuzk_filecoin::post::{self, PostInput};
 use cuzk_filecoin::Kinds;
 use cuzk_pipeline::engine::{JobSource, PartitionInput};
 use cuzk_pipeline::kind::ProofKind as _;
-use cuzk_pipeline::{Engine, JobOptions, Trace};
+use cuzk_pipeline::{Engine, JobOptions, Priority, Trace};
 use tokio::sync::watch;
 
 use crate::config::DaemonConfig;
-use crate::proto::{ProofKind, SubmitProofRequest};
+use crate::proto::{self, ProofKind, SubmitProofRequest};
 
 /// Longest error text a job keeps (longer ones are cut on a character boundary).
 pub const MAX_ERROR: usize = 4096;
@@ -228,6 +228,8 @@ impl Default for JobsConfig {
 struct Input {
     request: Request,
     verify: bool,
+    /// Its order in the engine's queue of partitions.
+    priority: Priority,
 }
 
 /// What a job proves, of its kind.
@@ -483,7 +485,7 @@ impl Jobs {
                 room(&t, lim, client, size)?;
                 job.input = Some(input);
                 job.request = key;
-                let pos = self.enqueue(&mut t, job, req.priority);
+                let pos = self.enqueue(&mut t, job, wire_priority(&req));
                 drop(t);
                 self.s.wake.notify_all();
                 Ok(Submitted { job_id, queue_position: pos })
@@ -499,10 +501,6 @@ impl Jobs {
 
     /// Puts a checked job in the queue and the totals; its queue position.
     fn enqueue(&self, t: &mut Table, mut job: Job, priority: i32) -> u32 {
-        let priority = match priority {
-            0 => 2,
-            p => p.clamp(1, 4),
-        };
         let id = job.view.job_id.clone();
         job.accepted = true;
         job.holds = true;
@@ -642,7 +640,11 @@ impl Jobs {
                 return None;
             }
             let paused = t.held_back && !t.draining;
-            if t.in_flight < self.s.max_in_flight && !paused {
+            // A CRITICAL job (WinningPoSt) may take one slot beyond the limit, so that it
+            // reaches the engine's priority queue at once instead of after a whole sector.
+            let critical_next = t.queue.peek().is_some_and(|k| k.priority == CRITICAL);
+            let limit = self.s.max_in_flight + usize::from(critical_next);
+            if t.in_flight < limit && !paused {
                 if let Some(k) = t.queue.pop() {
                     let Some(j) = t.jobs.get_mut(&k.job_id) else { continue };
                     let Some(input) = j.input.take() else { continue };
@@ -660,13 +662,13 @@ impl Jobs {
     fn dispatch(&self) {
         while let Some((job_id, input, span)) = self.next() {
             span.in_scope(|| tracing::info!("started"));
-            let opts = JobOptions { randomness: None, verify: input.verify };
+            let (opts, priority) = (JobOptions { randomness: None, verify: input.verify }, input.priority);
             let source = match input.request {
                 Request::Porep(r) => in_span(span, self.s.kinds.porep.job(r, opts)),
                 Request::Post(r) => in_span(span, self.s.kinds.post.job(r, opts)),
             };
             let ticket = match lock(&self.s.engine).as_ref() {
-                Some(e) => e.submit(source),
+                Some(e) => e.submit_at(source, priority),
                 None => Err(cuzk_pipeline::PipelineError::Shutdown),
             };
             let failed = match ticket {
@@ -919,7 +921,33 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) 
         Ok(k) => return Err(format!("proof kind {} is not supported yet", k.as_str_name())),
         Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
     };
-    Ok(Input { request, verify })
+    Ok(Input { request, verify, priority: engine_priority(wire_priority(req)) })
+}
+
+/// The wire's CRITICAL.
+const CRITICAL: i32 = proto::Priority::Critical as i32;
+
+/// The request's priority on the wire scale (LOW 1 … CRITICAL 4): as sent, or when not set
+/// (UNSPECIFIED, 0) its kind's: WinningPoSt CRITICAL, WindowPoSt HIGH, the rest NORMAL.
+fn wire_priority(req: &SubmitProofRequest) -> i32 {
+    match req.priority {
+        0 => match ProofKind::try_from(req.proof_kind) {
+            Ok(ProofKind::WinningPost) => CRITICAL,
+            Ok(ProofKind::WindowPostPartition) => proto::Priority::High as i32,
+            _ => proto::Priority::Normal as i32,
+        },
+        p => p.clamp(1, 4),
+    }
+}
+
+/// The engine's priority of a wire priority.
+fn engine_priority(wire: i32) -> Priority {
+    match wire {
+        1 => Priority::Low,
+        3 => Priority::High,
+        4 => Priority::Critical,
+        _ => Priority::Normal,
+    }
 }
 
 /// How a request's input is named in errors.

@@ -29,17 +29,27 @@ fn curio_request(input: &PostInput, request_id: &str) -> SubmitProofRequest {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn window_and_winning_post_requests_from_curio_are_proved_and_verified() {
-    let (c1_bytes, _, _) = setup();
+/// Test parameters for both 2 KiB PoSts, and three sealed sectors (kept in `dir`).
+fn sealed_sectors(dir: &std::path::Path) -> SealedSectors {
     let kind = PoSt::with_settings(&settings());
     for winning in [true, false] {
         kind.ensure_test_params(registry::for_size(2048, winning).unwrap(), None).unwrap();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let sealed = SealedSectors::seal(2048, 3, 1000, 3, dir.path()).unwrap();
+    SealedSectors::seal(2048, 3, 1000, 3, dir).unwrap()
+}
+
+fn randomness() -> [u8; 32] {
     let mut randomness = [9u8; 32];
     randomness[31] = 0;
+    randomness
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_and_winning_post_requests_from_curio_are_proved_and_verified() {
+    let (c1_bytes, _, _) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let sealed = sealed_sectors(dir.path());
+    let randomness = randomness();
     let winning = sealed.winning_post(randomness).unwrap();
     let window0 = sealed.window_post(randomness, 0, &[1, 2]).unwrap();
     let window1 = sealed.window_post(randomness, 1, &[3]).unwrap();
@@ -85,5 +95,45 @@ async fn window_and_winning_post_requests_from_curio_are_proved_and_verified() {
     }
     let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((s.total_proofs_completed, s.total_proofs_failed, s.budget_in_use_bytes), (3, 8, 0));
+    assert!(h.stop().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_winning_post_overtakes_queued_porep_work() {
+    // One job in flight at a time: three PoRep proofs queue behind each other. A WinningPoSt
+    // without a priority (so CRITICAL, by its kind) submitted while the first is proving
+    // enters the engine at once and is proved before the third PoRep has even started.
+    let (bytes, id, _) = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let winning = sealed_sectors(dir.path()).winning_post(randomness()).unwrap();
+    let h = cuzk_daemon::start(&config(1), cpu(), &settings()).await.unwrap();
+    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
+    let mut porep_jobs = Vec::new();
+    for k in 0..3 {
+        let r = c.submit_proof(porep(&bytes, id, &format!("porep-{k}"), proto::Priority::Normal)).await.unwrap().into_inner();
+        porep_jobs.push(r.job_id);
+    }
+    let running = || async {
+        let s = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap().get_status(proto::GetStatusRequest {}).await;
+        s.unwrap().into_inner().queues.iter().map(|q| q.in_progress).sum::<u32>()
+    };
+    while running().await == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let req = SubmitProofRequest { priority: 0, ..curio_request(&winning, "winpost-1000-09") };
+    let r = prove(&mut c, req).await;
+    assert_eq!(r.status, S::Completed as i32, "{}", r.error_message);
+    verify::ensure_valid(&winning, &r.proof).unwrap();
+    let last = c.await_proof(proto::AwaitProofRequest { job_id: porep_jobs[2].clone(), timeout_ms: 1 }).await.unwrap().into_inner();
+    assert_eq!(last.status, S::Timeout as i32, "the WinningPoSt waited for all queued PoRep work");
+    let mut done = Vec::new();
+    for job_id in porep_jobs {
+        let d = c.await_proof(proto::AwaitProofRequest { job_id, timeout_ms: 0 }).await.unwrap().into_inner();
+        assert_eq!(d.status, S::Completed as i32, "{}", d.error_message);
+        done.push(d);
+    }
+    // It did not wait in the daemon's queue for the running PoRep to finish: it took the
+    // extra in-flight slot at once (submitted just after that PoRep started).
+    assert!(r.queue_wait_ms * 2 < done[0].total_ms, "queued {} ms behind a {} ms PoRep", r.queue_wait_ms, done[0].total_ms);
     assert!(h.stop().await.unwrap());
 }
