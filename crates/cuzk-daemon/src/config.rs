@@ -431,7 +431,7 @@ impl DaemonConfig {
             return bad("jobs/net", "retain, max_queued, max_per_client, max_request_id and max_connections must be at least 1".into());
         }
         for c in &self.srs.preload {
-            cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
+            cuzk_filecoin::curio::parse_circuit(c).map_err(|e| DaemonError::Config(format!("srs.preload: {e}")))?;
         }
         self.socket_mode().map(|_| ())
     }

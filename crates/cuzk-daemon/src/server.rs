@@ -93,7 +93,7 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     };
     let kinds = cuzk_filecoin::Kinds::new(settings, cfg.witness_mode()?);
     for c in &cfg.srs.preload {
-        let rp = cuzk_filecoin::curio::parse(c).map_err(|e| DaemonError::Config(e.to_string()))?;
+        let rp = cuzk_filecoin::curio::parse_circuit(c).map_err(|e| DaemonError::Config(e.to_string()))?;
         let k = kinds.clone();
         tokio::task::spawn_blocking(move || crate::service::preload(&k, rp))
             .await

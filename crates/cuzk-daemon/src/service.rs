@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::porep::RegisteredSealProof;
+use cuzk_filecoin::curio::Circuit;
 use cuzk_filecoin::{curio, Kinds};
 use cuzk_pipeline::resources::params_bytes;
 use tonic::{Request, Response, Status};
@@ -96,13 +96,13 @@ impl Service {
     /// The status message (also what `cuzk client status` prints).
     pub fn status(&self) -> GetStatusResponse {
         let c = self.jobs.counts();
-        let porep = &self.jobs.kinds().porep;
-        let loaded_srs = curio::all()
-            .filter_map(|rp| {
-                let (pce, p) = porep.resident(rp);
+        let kinds = self.jobs.kinds();
+        let loaded_srs = curio::circuits()
+            .filter_map(|c| {
+                let (pce, p) = kinds.resident(c);
                 let p = p?;
                 Some(SrsStatus {
-                    circuit_id: curio::id(rp),
+                    circuit_id: curio::circuit_id(c),
                     tier: srs_status::Tier::Hot as i32,
                     size_bytes: params_bytes(&p),
                     // Holders besides the registry and this look-up.
@@ -241,7 +241,7 @@ impl ProvingEngine for Service {
     async fn preload_srs(&self, r: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
         self.auth.check_admin(r.metadata())?;
         let id = r.into_inner().circuit_id;
-        let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let rp = curio::parse_circuit(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let kinds = self.jobs.kinds().clone();
         let out = tokio::task::spawn_blocking(move || preload(&kinds, rp))
             .await
@@ -252,7 +252,7 @@ impl ProvingEngine for Service {
     async fn evict_srs(&self, r: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
         self.auth.check_admin(r.metadata())?;
         let id = r.into_inner().circuit_id;
-        let rp = curio::parse(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let rp = curio::parse_circuit(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let kinds = self.jobs.kinds().clone();
         // Dropping tens of GiB of parameters takes a while: not on an async worker.
         let out = tokio::task::spawn_blocking(move || evict(&kinds, rp))
@@ -265,17 +265,17 @@ impl ProvingEngine for Service {
 
 /// Drops the parameters and the PCE of `rp` from the process registries (the last holder
 /// frees them, here or when an in-flight proof finishes).
-pub fn evict(kinds: &Kinds, rp: RegisteredSealProof) -> EvictSrsResponse {
-    let (pce, p) = kinds.porep.evict(rp);
+pub fn evict(kinds: &Kinds, rp: Circuit) -> EvictSrsResponse {
+    let (pce, p) = kinds.evict(rp);
     let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
     EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }
 }
 
 /// Loads the parameters and the PCE of `rp` into the process registries.
-pub fn preload(kinds: &Kinds, rp: RegisteredSealProof) -> Result<PreloadSrsResponse, cuzk_filecoin::Error> {
+pub fn preload(kinds: &Kinds, rp: Circuit) -> Result<PreloadSrsResponse, cuzk_filecoin::Error> {
     let t = Instant::now();
-    let already = kinds.porep.preload(rp)?;
+    let already = kinds.preload(rp)?;
     let load_time_ms = t.elapsed().as_millis() as u64;
-    tracing::info!(circuit = %curio::id(rp), load_time_ms, already, "preloaded");
+    tracing::info!(circuit = %curio::circuit_id(rp), load_time_ms, already, "preloaded");
     Ok(PreloadSrsResponse { already_loaded: already, load_time_ms })
 }

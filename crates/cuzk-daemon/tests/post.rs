@@ -95,6 +95,19 @@ async fn window_and_winning_post_requests_from_curio_are_proved_and_verified() {
     }
     let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((s.total_proofs_completed, s.total_proofs_failed, s.budget_in_use_bytes), (3, 8, 0));
+    // Both PoSt circuits stay resident under Curio's ids; an operator can evict and preload them.
+    let resident: Vec<String> = s.loaded_srs.iter().map(|l| l.circuit_id.clone()).collect();
+    assert!(resident.contains(&"winning-2k".into()) && resident.contains(&"wpost-2k".into()), "{resident:?}");
+    let ev = c.evict_srs(proto::EvictSrsRequest { circuit_id: "winning-2k".into() }).await.unwrap().into_inner();
+    assert!(ev.was_loaded && ev.freed_bytes > 0);
+    let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(!s.loaded_srs.iter().any(|l| l.circuit_id == "winning-2k"));
+    let pre = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "winning-2k".into() }).await.unwrap().into_inner();
+    assert!(!pre.already_loaded);
+    let pre = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "winning-2k".into() }).await.unwrap().into_inner();
+    assert!(pre.already_loaded);
+    let r = prove(&mut c, curio_request(&winning, "winpost-again")).await;
+    assert_eq!(r.status, S::Completed as i32, "{}", r.error_message);
     assert!(h.stop().await.unwrap());
 }
 

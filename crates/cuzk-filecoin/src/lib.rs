@@ -63,7 +63,40 @@ pub struct Kinds {
     pub post: Arc<post::PoSt>,
 }
 
+/// What of a circuit is resident in this process: its PCE and its parameters.
+pub type Resident = (Option<Arc<cuzk_pce::PreCompiledCircuit>>, Option<Arc<bellperson::groth16::Parameters<blstrs::Bls12>>>);
+
 impl Kinds {
+    /// What of `c` is resident in this process.
+    pub fn resident(&self, c: curio::Circuit) -> Resident {
+        use cuzk_pipeline::ProofKind;
+        match c {
+            curio::Circuit::Porep(rp) => self.porep.resident(rp),
+            curio::Circuit::Post(rp) => cuzk_pipeline::resources::resident(&self.post.circuit_id(&rp)),
+        }
+    }
+
+    /// Drops this process's copies of `c`'s PCE and parameters (in-flight proofs keep theirs).
+    pub fn evict(&self, c: curio::Circuit) -> Resident {
+        use cuzk_pipeline::ProofKind;
+        match c {
+            curio::Circuit::Porep(rp) => self.porep.evict(rp),
+            curio::Circuit::Post(rp) => cuzk_pipeline::resources::evict(&self.post.circuit_id(&rp)),
+        }
+    }
+
+    /// Loads `c`'s parameters and PCE if they are not resident; true if both already were.
+    pub fn preload(&self, c: curio::Circuit) -> Result<bool> {
+        match c {
+            curio::Circuit::Porep(rp) => self.porep.preload(rp),
+            curio::Circuit::Post(rp) => {
+                let (pce, params) = self.resident(c);
+                cuzk_pipeline::resources::shared(self.post.as_ref(), &rp)?;
+                Ok(pce.is_some() && params.is_some())
+            }
+        }
+    }
+
     /// Every kind with the directories of `settings`; PoRep witnesses computed as `witness` says.
     pub fn new(settings: &Settings, witness: porep::WitnessMode) -> Kinds {
         Kinds {

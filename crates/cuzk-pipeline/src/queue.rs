@@ -158,7 +158,14 @@ mod tests {
     #[test]
     fn pop_waits_for_a_push_and_every_waiter_ends_on_close() {
         let q = Arc::new(PriorityQueue::new(Duration::ZERO));
-        let waiters: Vec<_> = (0..3).map(|_| std::thread::spawn({ let q = q.clone(); move || q.pop() })).collect();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn({
+                    let q = q.clone();
+                    move || q.pop()
+                })
+            })
+            .collect();
         std::thread::sleep(Duration::from_millis(30));
         q.push(Priority::Normal, 7);
         q.close();
