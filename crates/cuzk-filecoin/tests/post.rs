@@ -80,6 +80,9 @@ fn window_and_winning_post_verify_and_equal_bellpersons_proof() {
         assert_eq!(ours.len(), verify::PROOF_BYTES, "{name}");
         verify::ensure_valid(&input, &ours).unwrap_or_else(|e| panic!("{name}: the official verifier rejects our proof: {e}"));
         assert_eq!(ours, bellperson(&input, rs), "{name}: not bellperson's proof for equal r and s");
+        // filecoin-proofs' own prover, on the same request and parameters, is accepted too.
+        let theirs = cuzk_filecoin::post::reference_prover::prove(&input).unwrap();
+        verify::ensure_valid(&input, &theirs).unwrap_or_else(|e| panic!("{name}: filecoin-proofs' proof: {e}"));
         // Fresh randomness: another proof, also valid.
         let fresh = prove(&w.kind, input.clone(), None);
         assert_ne!(fresh, ours, "{name}");

@@ -61,6 +61,39 @@ pub enum BenchCmd {
     /// Parameter generation: cuzk's generator against bellperson's (what filecoin-proofs runs),
     /// same circuit, same machine, one run. Writes JSON with --json.
     Params(ParamsArgs),
+    /// Warm PoSt latency, request in → verified proof out: cuzk's engine against
+    /// filecoin-proofs' own prover on the same request (`cuzk gen-post` writes one), one
+    /// warm-up each, then RUNS alternating pairs; medians and their ratio. Writes JSON with --json.
+    Post(PostBenchArgs),
+}
+
+#[derive(Args)]
+pub struct PostBenchArgs {
+    /// The PoSt request file (as `cuzk prove --post` takes).
+    #[arg(long)]
+    post: PathBuf,
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: crate::args::BackendArg,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn post_bench(a: PostBenchArgs) -> Result<ExitCode> {
+    let input = crate::cmd::post::load(&a.post)?;
+    let r = crate::bench::post::run(input, crate::args::make_backend(a.backend)?, a.runs)?;
+    println!(
+        "{} ({} sectors), backend {}, {} threads, {} runs after a warm-up each:",
+        r.registered_proof, r.sectors, r.backend, r.threads, r.runs
+    );
+    println!("  cuzk engine        median {:.3} s  {:?}", r.cuzk_median_s, r.cuzk_s);
+    println!("  filecoin-proofs    median {:.3} s  {:?}", r.filecoin_proofs_median_s, r.filecoin_proofs_s);
+    println!("  ratio (filecoin-proofs / cuzk): {:.2}x, every proof verified", r.ratio);
+    if let Some(p) = &a.json {
+        write_json(p, &r)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn run(b: BenchCmd) -> Result<ExitCode> {
@@ -75,6 +108,7 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Backend(a) => backend(a),
         BenchCmd::MsmSplit(a) => msm_split(a),
         BenchCmd::Params(a) => params(a),
+        BenchCmd::Post(a) => post_bench(a),
     }
 }
 

@@ -3,7 +3,8 @@
 //! the registered PoSt proofs and their lotus numbers ([`registry`]), the request and its
 //! checks ([`input`]), the partition circuit, its PCE identity and parameter files
 //! ([`circuit`]), the official verifiers ([`verify`]), sealing sectors and drawing vanilla
-//! proofs for tests and fixtures ([`fixture`]), and [`PoSt`], the kind the engine proves
+//! proofs for tests and fixtures ([`fixture`]), filecoin-proofs' own prover as the baseline
+//! ([`reference_prover`]), and [`PoSt`], the kind the engine proves
 //! through ([`kind`]). It shares the engine, the PCE machinery and test-parameter generation
 //! with PoRep and knows nothing of gRPC, the command line or a backend.
 
@@ -11,6 +12,7 @@ pub mod circuit;
 pub mod fixture;
 pub mod input;
 pub mod kind;
+pub mod reference_prover;
 pub mod registry;
 pub mod verify;
 
