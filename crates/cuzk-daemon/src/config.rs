@@ -97,8 +97,12 @@ impl Default for EngineSection {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SrsSection {
-    /// Circuits whose parameters and PCE are loaded at start, e.g. ["porep-32g"].
+    /// Circuits whose parameters and PCE are loaded at start, e.g. ["porep-32g"]; they are
+    /// never dropped for being idle.
     pub preload: Vec<String>,
+    /// Drop a circuit's parameters and PCE after this many seconds without a job (0: keep
+    /// them until evicted by an admin).
+    pub idle_evict_s: u64,
 }
 
 /// Job bookkeeping and the limits that keep a hostile client from exhausting the daemon.
@@ -285,6 +289,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
     ("CUZK_WITNESS", "engine.witness"),
     ("CUZK_PRELOAD", "srs.preload"),
+    ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
     ("CUZK_RETAIN_BYTES", "jobs.retain_bytes"),
     ("CUZK_RETAIN_SECS", "jobs.retain_secs"),
@@ -359,6 +364,7 @@ impl DaemonConfig {
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "engine.witness" => self.engine.witness = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
             _ => return self.set_limit(key, v),

@@ -16,6 +16,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use cuzk_filecoin::curio::Circuit;
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity};
 use cuzk_filecoin::porep::{params, PorepInput, RegisteredSealProof};
@@ -238,6 +239,16 @@ enum Request {
     Post(Arc<PostInput>),
 }
 
+impl Request {
+    /// The circuit its partitions are instances of.
+    fn circuit(&self) -> Circuit {
+        match self {
+            Request::Porep(r) => Circuit::Porep(r.c1.registered_proof),
+            Request::Post(r) => Circuit::Post(r.registered_proof),
+        }
+    }
+}
+
 /// The by-request key: the client and its request id.
 type RequestKey = (String, String);
 
@@ -341,6 +352,7 @@ struct Shared {
     limits: Limits,
     policy: Policy,
     kinds: Kinds,
+    usage: Arc<crate::idle::Usage>,
 }
 
 /// The job service (cheap to clone; all clones share one table and engine).
@@ -403,6 +415,7 @@ impl Jobs {
             limits: cfg.limits,
             policy: cfg.policy,
             kinds,
+            usage: Arc::default(),
         });
         let me = Jobs { s };
         let d = me.clone();
@@ -411,6 +424,11 @@ impl Jobs {
             .spawn(move || d.dispatch())
             .map_err(|e| crate::DaemonError::io("spawning the dispatcher thread", e))?;
         Ok(me)
+    }
+
+    /// When each circuit was last used by a job (for dropping idle parameters).
+    pub fn usage(&self) -> &Arc<crate::idle::Usage> {
+        &self.s.usage
     }
 
     /// The engine's trace: per-stage events and RSS samples, bounded.
@@ -663,6 +681,8 @@ impl Jobs {
         while let Some((job_id, input, span)) = self.next() {
             span.in_scope(|| tracing::info!("started"));
             let (opts, priority) = (JobOptions { randomness: None, verify: input.verify }, input.priority);
+            let circuit = input.request.circuit();
+            self.s.usage.begin(circuit);
             let source = match input.request {
                 Request::Porep(r) => in_span(span, self.s.kinds.porep.job(r, opts)),
                 Request::Post(r) => in_span(span, self.s.kinds.post.job(r, opts)),
@@ -679,6 +699,7 @@ impl Jobs {
                         .spawn(move || {
                             let engine_id = ticket.id;
                             let out = ticket.wait();
+                            me.s.usage.end(circuit);
                             me.record(&id, engine_id, out);
                         })
                         .err()
@@ -687,6 +708,7 @@ impl Jobs {
                 Err(e) => Some(e.chain()),
             };
             if let Some(why) = failed {
+                self.s.usage.end(circuit);
                 let mut t = lock(&self.s.table);
                 t.in_flight -= 1;
                 finish(&mut t, &job_id, State::Failed, Err(why), &self.s.limits);

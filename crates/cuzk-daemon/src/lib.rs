@@ -50,6 +50,7 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod idle;
 pub mod jobs;
 pub mod metrics;
 pub mod net;

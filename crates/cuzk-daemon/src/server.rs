@@ -39,6 +39,8 @@ pub struct Handle {
     pub service: Service,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<bool, DaemonError>>,
+    /// Drops idle circuits (`srs.idle_evict_s`); stopped with the daemon.
+    evictor: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Handle {
@@ -47,6 +49,9 @@ impl Handle {
     pub async fn stop(mut self) -> Result<bool, DaemonError> {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
+        }
+        if let Some(e) = self.evictor.take() {
+            e.abort();
         }
         self.task.await.map_err(|e| DaemonError::Server(format!("server task: {e}")))?
     }
@@ -110,10 +115,14 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     let grpc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
     let (tx, rx) = oneshot::channel::<()>();
     let jobs = service.jobs().clone();
+    let evictor = (cfg.srs.idle_evict_s > 0).then(|| {
+        let idle = Duration::from_secs(cfg.srs.idle_evict_s);
+        crate::idle::spawn_evictor(jobs.usage().clone(), jobs.kinds().clone(), idle, cfg.srs.preload.clone())
+    });
     let (bound, listener, socket) = bind(&listen, cfg).await?;
     let task = tokio::spawn(serve(grpc, net::incoming(listener, gate), jobs, rx, socket));
     tracing::info!(listen = %bound, max_in_flight, "cuzk daemon serving");
-    Ok(Handle { listen: bound, service, stop: Some(tx), task })
+    Ok(Handle { listen: bound, service, stop: Some(tx), task, evictor })
 }
 
 /// The accept loop's limits, TLS on TCP when configured, and the warning an insecure TCP

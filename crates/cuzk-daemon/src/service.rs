@@ -243,6 +243,7 @@ impl ProvingEngine for Service {
         let id = r.into_inner().circuit_id;
         let rp = curio::parse_circuit(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let kinds = self.jobs.kinds().clone();
+        self.jobs.usage().touch(rp);
         let out = tokio::task::spawn_blocking(move || preload(&kinds, rp))
             .await
             .map_err(|e| Status::internal(format!("preload task failed: {e}")))?;

@@ -150,3 +150,33 @@ async fn a_winning_post_overtakes_queued_porep_work() {
     assert!(r.queue_wait_ms * 2 < done[0].total_ms, "queued {} ms behind a {} ms PoRep", r.queue_wait_ms, done[0].total_ms);
     assert!(h.stop().await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_circuits_are_dropped_and_preloaded_ones_stay() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let sealed = sealed_sectors(dir.path());
+    let (winning, window) = (sealed.winning_post(randomness()).unwrap(), sealed.window_post(randomness(), 0, &[1, 2]).unwrap());
+    let mut cfg = config(1);
+    cfg.srs.idle_evict_s = 1;
+    cfg.srs.preload = vec!["winning-2k".into()];
+    let h = cuzk_daemon::start(&cfg, cpu(), &settings()).await.unwrap();
+    let mut c = cuzk_daemon::client::connect(&h.listen.to_string()).await.unwrap();
+    for (id, input) in [("winpost", &winning), ("wdpost", &window)] {
+        let r = prove(&mut c, curio_request(input, id)).await;
+        assert_eq!(r.status, S::Completed as i32, "{id}: {}", r.error_message);
+    }
+    let resident = |s: proto::GetStatusResponse| s.loaded_srs.into_iter().map(|l| l.circuit_id).collect::<Vec<_>>();
+    let before = resident(c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner());
+    assert!(before.contains(&"winning-2k".into()) && before.contains(&"wpost-2k".into()), "{before:?}");
+    // A second and a half without a job: the WindowPoSt circuit goes, the preloaded one stays.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let after = resident(c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner());
+    assert!(after.contains(&"winning-2k".into()), "a preloaded circuit was dropped: {after:?}");
+    assert!(!after.contains(&"wpost-2k".into()), "an idle circuit stayed: {after:?}");
+    // It is loaded again for the next job.
+    let r = prove(&mut c, curio_request(&window, "wdpost-again")).await;
+    assert_eq!(r.status, S::Completed as i32, "{}", r.error_message);
+    verify::ensure_valid(&window, &r.proof).unwrap();
+    assert!(h.stop().await.unwrap());
+}
