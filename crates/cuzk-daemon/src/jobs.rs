@@ -917,7 +917,7 @@ fn expected_proof(req: &SubmitProofRequest) -> Result<Option<RegisteredSealProof
         n => Some(sector::registered_proof(n).map_err(|e| format!("sector_size {n}: {e}"))?),
     };
     if let (Some(a), Some(b)) = (by_number, by_size) {
-        if a != b {
+        if a.sector_size() != b.sector_size() {
             return Err(format!(
                 "registered_proof {} ({a:?}) does not match sector_size {} ({b:?})",
                 req.registered_proof, req.sector_size
@@ -993,6 +993,9 @@ fn check_porep(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Po
             .into());
     }
     let rp: RegisteredSealProof = c1.registered_proof;
+    if let Some(asked) = expected.filter(|e| *e != rp && req.registered_proof != 0) {
+        return Err(format!("registered_proof {} ({asked:?}) but the C1 is a {rp:?} output", req.registered_proof));
+    }
     if kinds.porep.resident(rp).1.is_none() {
         params::ensure_present(rp).map_err(|e| e.to_string())?;
     }

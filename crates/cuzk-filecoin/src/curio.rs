@@ -89,7 +89,8 @@ pub fn circuit_id(c: Circuit) -> String {
 }
 
 /// filecoin-ffi's numeric `RegisteredSealProof` (what Curio sends in `registered_proof`):
-/// 0–4 are the V1 types, 5–9 V1_1, 10–14 V1_1 with synthetic PoRep.
+/// 0–4 are the V1 types, 5–9 V1_1, 10–14 V1_1 with synthetic PoRep, 15–19 V1_2 with
+/// non-interactive PoRep (not served yet).
 pub fn from_number(n: u64) -> Result<RegisteredSealProof> {
     use RegisteredSealProof::*;
     Ok(match n {
@@ -103,7 +104,12 @@ pub fn from_number(n: u64) -> Result<RegisteredSealProof> {
                 "registered_proof {n} is a V1 (pre-V1_1) seal proof type, which is no longer accepted by the chain"
             )))
         }
-        10..=14 => return Err(Error::Invalid(format!("registered_proof {n} is a synthetic-PoRep type, not supported yet"))),
+        10 => StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        11 => StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        12 => StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        13 => StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        14 => StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        15..=19 => return Err(Error::Invalid(format!("registered_proof {n} is a non-interactive PoRep type, not supported yet"))),
         _ => return Err(Error::Invalid(format!("registered_proof {n} is not a known seal proof type"))),
     })
 }
@@ -134,6 +140,8 @@ mod tests {
         }
         assert_eq!(from_number(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
         assert!(from_number(3).unwrap_err().to_string().contains("V1"));
+        assert_eq!(from_number(13).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep);
+        assert!(from_number(17).unwrap_err().to_string().contains("non-interactive"));
         assert!(from_number(99).is_err());
     }
 }

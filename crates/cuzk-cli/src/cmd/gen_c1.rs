@@ -29,6 +29,11 @@ pub struct GenC1Args {
     /// of it verifies. For benchmarks and exactness checks only.
     #[arg(long)]
     synthetic: bool,
+    /// Seal under this PoRep variant: `v1_1` (interactive PoRep, what most sectors use) or
+    /// `synthetic-porep` (`..._Feat_SyntheticPoRep`: challenges drawn from proofs stored at
+    /// pre-commit, generated here as filecoin-proofs requires). Both prove the same circuit.
+    #[arg(long, default_value = "v1_1", value_parser = ["v1_1", "synthetic-porep"])]
+    porep_variant: String,
 }
 
 pub fn run(a: GenC1Args) -> Result<ExitCode> {
@@ -47,15 +52,24 @@ pub fn run(a: GenC1Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let command = format!(
-        "cuzk gen-c1 --sector-size {} --seed {} --miner-id {} --sector-number {} --out {}",
+        "cuzk gen-c1 --sector-size {} --porep-variant {} --seed {} --miner-id {} --sector-number {} --out {}",
         sector::size_name(size),
+        a.porep_variant,
         a.seed,
         a.miner_id,
         a.sector_number,
         a.out.display()
     );
     let identity = SectorIdentity { miner_id: a.miner_id, sector_number: a.sector_number };
-    let meta = seal::gen_c1(size, a.seed, identity, &a.out, &command)?;
+    let rp = match a.porep_variant.as_str() {
+        // filecoin-ffi numbers the synthetic-PoRep types 10-14 in the order of sector::SIZES.
+        "synthetic-porep" => {
+            let at = sector::SIZES.iter().position(|(_, b)| *b == size).unwrap_or(0) as u64;
+            cuzk_filecoin::curio::from_number(10 + at)?
+        }
+        _ => sector::registered_proof(size)?,
+    };
+    let meta = seal::gen_c1_as(rp, a.seed, identity, &a.out, &command)?;
     println!("wrote {}/c1.json and c1.meta.json ({:?}, comm_r {})", a.out.display(), meta.registered_proof, meta.comm_r);
     Ok(ExitCode::SUCCESS)
 }

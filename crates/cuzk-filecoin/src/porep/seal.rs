@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use filecoin_proofs_api::seal;
-use filecoin_proofs_api::{PaddedBytesAmount, UnpaddedBytesAmount};
+use filecoin_proofs_api::{ApiFeature, PaddedBytesAmount, RegisteredSealProof, UnpaddedBytesAmount};
 use rand::{RngCore, SeedableRng};
 
 use super::sector::{self, SectorIdentity, SectorMeta};
@@ -30,7 +30,13 @@ pub struct PreCommitted {
 /// Seals a random piece (from `rng`) into a sector of `sector_size` bytes inside `dir`
 /// (add piece, pre-commit phases 1 and 2), keeping the replica and its cache there.
 pub fn pre_commit(sector_size: u64, rng: &mut impl RngCore, identity: SectorIdentity, dir: &Path) -> Result<PreCommitted> {
-    let rp = sector::registered_proof(sector_size)?;
+    pre_commit_as(sector::registered_proof(sector_size)?, rng, identity, dir)
+}
+
+/// [`pre_commit`] under the registered proof `rp` (a synthetic-PoRep proof also gets its
+/// synthetic challenges' proofs generated and persisted, as filecoin-proofs requires before C1).
+pub fn pre_commit_as(rp: RegisteredSealProof, rng: &mut impl RngCore, identity: SectorIdentity, dir: &Path) -> Result<PreCommitted> {
+    let sector_size = sector::sector_size_of(rp);
     let fc = Error::filecoin;
     let cache = dir.join("cache");
     let staged = dir.join("staged");
@@ -54,17 +60,25 @@ pub fn pre_commit(sector_size: u64, rng: &mut impl RngCore, identity: SectorIden
     let pc1 = seal::seal_pre_commit_phase1(rp, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces).map_err(fc)?;
     tracing::info!("pre-commit phase 2 (trees)");
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(fc)?;
+    if rp.feature_enabled(ApiFeature::SyntheticPoRep) {
+        tracing::info!("synthetic PoRep: generating the synthetic challenges' proofs");
+        seal::generate_synth_proofs(&cache, &sealed, prover_id, sector_id, ticket, pc2.clone(), &pieces).map_err(fc)?;
+    }
     Ok(PreCommitted { cache, sealed, pc2, pieces, ticket })
 }
 
 /// Seals a random sector of `sector_size` bytes and writes `out_dir/c1.json` and
 /// `out_dir/c1.meta.json`. Returns the metadata.
 pub fn gen_c1(sector_size: u64, seed: u64, identity: SectorIdentity, out_dir: &Path, command: &str) -> Result<SectorMeta> {
-    let rp = sector::registered_proof(sector_size)?;
+    gen_c1_as(sector::registered_proof(sector_size)?, seed, identity, out_dir, command)
+}
+
+/// [`gen_c1`] under the registered proof `rp` (any PoRep variant filecoin-proofs seals).
+pub fn gen_c1_as(rp: RegisteredSealProof, seed: u64, identity: SectorIdentity, out_dir: &Path, command: &str) -> Result<SectorMeta> {
     std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
     let work = tempfile::Builder::new().prefix("cuzk-seal-").tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let sealed = pre_commit(sector_size, &mut rng, identity, work.path())?;
+    let sealed = pre_commit_as(rp, &mut rng, identity, work.path())?;
     let mut interactive_seed = [0u8; 32];
     rng.fill_bytes(&mut interactive_seed);
     let (comm_r, comm_d, ticket) = (sealed.pc2.comm_r, sealed.pc2.comm_d, sealed.ticket);
