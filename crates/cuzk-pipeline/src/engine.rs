@@ -122,6 +122,9 @@ pub struct Config {
     /// A partition waiting for a witness worker rises one priority level per this much
     /// waiting, up to [`Priority::High`] (see [`crate::queue`]); zero: never.
     pub aging: Duration,
+    /// Parse-stage threads (0 is taken as 1): more than one lets an urgent job be checked
+    /// while another job's parse loads a circuit.
+    pub parse_workers: usize,
 }
 
 impl Config {
@@ -139,6 +142,7 @@ impl Config {
             sample_period: Duration::from_millis(100),
             trace: None,
             aging: Duration::from_secs(120),
+            parse_workers: 2,
         }
     }
 }
@@ -303,7 +307,7 @@ fn guarded<T>(stage: &'static str, f: impl FnOnce() -> Result<T, PipelineError>)
 
 /// The running engine.
 pub struct Engine {
-    submit: Option<Sender<Submission>>,
+    submit: Option<Arc<PriorityQueue<Submission>>>,
     threads: Vec<JoinHandle<()>>,
     trace: Arc<Trace>,
     budget: Budget,
@@ -337,7 +341,7 @@ impl Engine {
         let stats = Arc::new(Stats::default());
         let (j, matvec_workers) = (cfg.synthesis_workers.max(1), cfg.matvec_workers.max(1));
         let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
-        let (submit_tx, submit_rx) = unbounded::<Submission>();
+        let submissions = Arc::new(PriorityQueue::<Submission>::new(cfg.aging));
         let waiting = Arc::new(PriorityQueue::<WitnessItem>::new(cfg.aging));
         let (mv_tx, mv_rx) = bounded::<MatvecItem>(matvec_workers);
         let (pr_tx, pr_rx) = bounded::<ProveItem>(provers);
@@ -347,7 +351,14 @@ impl Engine {
         let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
             .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
 
-        let mut threads = vec![spawn("cuzk-parse".into(), parse_stage(stage.clone(), submit_rx, waiting.clone(), matvec))?];
+        // The witness queue closes when the last parse thread is gone, however it ends.
+        let closer = Arc::new(CloseOnDrop(waiting.clone()));
+        let mut threads = Vec::new();
+        for pi in 0..cfg.parse_workers.max(1) {
+            let stage_fn = parse_stage(stage.clone(), submissions.clone(), waiting.clone(), closer.clone(), matvec);
+            threads.push(spawn(format!("cuzk-parse-{pi}"), stage_fn)?);
+        }
+        drop(closer);
         for wi in 0..j {
             threads.push(spawn(
                 format!("cuzk-witness-{wi}"),
@@ -369,7 +380,7 @@ impl Engine {
         let (trace_f, inflight_f) = (stage.trace.clone(), stage.inflight.clone());
         drop(stage);
         threads.push(spawn("cuzk-finalize".into(), finalize_stage(trace_f, inflight_f, done_rx, stats.clone()))?);
-        Ok(Engine { submit: Some(submit_tx), threads, trace, budget, next_id: AtomicU64::new(1), stats })
+        Ok(Engine { submit: Some(submissions), threads, trace, budget, next_id: AtomicU64::new(1), stats })
     }
 
     /// Queues a job at [`Priority::Normal`]; its outcome comes through the ticket.
@@ -382,8 +393,8 @@ impl Engine {
     pub fn submit_at(&self, source: JobSource, priority: Priority) -> Result<Ticket, PipelineError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = bounded(1);
-        let tx = self.submit.as_ref().ok_or(PipelineError::Shutdown)?;
-        tx.send(Submission { id, priority, source, reply, submitted_s: self.trace.now() }).map_err(|_| PipelineError::Shutdown)?;
+        let queue = self.submit.as_ref().ok_or(PipelineError::Shutdown)?;
+        queue.push(priority, id, Submission { id, priority, source, reply, submitted_s: self.trace.now() });
         Ok(Ticket { id, rx })
     }
 
@@ -408,7 +419,9 @@ impl Engine {
     }
 
     fn join(&mut self) {
-        self.submit.take();
+        if let Some(q) = self.submit.take() {
+            q.close();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -459,19 +472,28 @@ fn spawn(name: String, f: StageFn) -> Result<JoinHandle<()>, PipelineError> {
     std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| PipelineError::Config(format!("spawning {name}: {e}")))
 }
 
-/// Parse: each submission's job source runs here; its partitions wait for the witness stage
-/// in the priority queue.
-fn parse_stage(st: Stage, rx: Receiver<Submission>, waiting: Arc<PriorityQueue<WitnessItem>>, matvec: MatVecPlace) -> StageFn {
+/// Closes a queue when dropped (the last parse thread's share closes the witness queue).
+struct CloseOnDrop<T>(Arc<PriorityQueue<T>>);
+
+impl<T> Drop for CloseOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Parse (`parse_workers` threads): the most urgent submission's job source runs here; its
+/// partitions wait for the witness stage in the priority queue. Several threads, so that an
+/// urgent job is parsed while a slow one (a first-time circuit load) is.
+fn parse_stage(
+    st: Stage,
+    submissions: Arc<PriorityQueue<Submission>>,
+    waiting: Arc<PriorityQueue<WitnessItem>>,
+    closer: Arc<CloseOnDrop<WitnessItem>>,
+    matvec: MatVecPlace,
+) -> StageFn {
     Box::new(move || {
-        // However this thread ends, the witness workers must see the queue close.
-        struct CloseOnExit(Arc<PriorityQueue<WitnessItem>>);
-        impl Drop for CloseOnExit {
-            fn drop(&mut self) {
-                self.0.close();
-            }
-        }
-        let _close = CloseOnExit(waiting.clone());
-        for sub in rx {
+        let _closer = closer;
+        while let Some(sub) = submissions.pop() {
             let job = st.trace.record("parse", sub.id, 0, "parse", "", || guarded("parse", sub.source));
             let job = match job {
                 Ok(j) if j.partitions.is_empty() => Err(PipelineError::Job("the job has no partitions".into())),
@@ -500,7 +522,8 @@ fn parse_stage(st: Stage, rx: Receiver<Submission>, waiting: Arc<PriorityQueue<W
             let ws = WorkingSet::at(&job.pce, matvec);
             for (k, p) in job.partitions.into_iter().enumerate() {
                 let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
-                waiting.push(sub.priority, WitnessItem { c, synth: p.synthesize });
+                // Submission order, then partition order (a proof has far fewer than 2^20).
+                waiting.push(sub.priority, (sub.id << 20) | k as u64, WitnessItem { c, synth: p.synthesize });
             }
         }
     })

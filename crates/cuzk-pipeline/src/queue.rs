@@ -52,7 +52,6 @@ struct Entry<T> {
 
 struct State<T> {
     items: Vec<Entry<T>>,
-    seq: u64,
     closed: bool,
 }
 
@@ -66,20 +65,20 @@ pub struct PriorityQueue<T> {
 impl<T> PriorityQueue<T> {
     /// An empty queue whose waiting items rise one level per `aging` (zero: never).
     pub fn new(aging: Duration) -> Self {
-        PriorityQueue { state: Mutex::new(State { items: Vec::new(), seq: 0, closed: false }), ready: Condvar::new(), aging }
+        PriorityQueue { state: Mutex::new(State { items: Vec::new(), closed: false }), ready: Condvar::new(), aging }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `item` at `priority` (never blocks). Items pushed after [`Self::close`] are
-    /// still served.
-    pub fn push(&self, priority: Priority, item: T) {
+    /// Queues `item` at `priority` (never blocks); among equal (aged) priorities the lowest
+    /// `order` is served first (the engine passes submission order, so that which parse
+    /// thread finished first does not matter). Items pushed after [`Self::close`] are still
+    /// served.
+    pub fn push(&self, priority: Priority, order: u64, item: T) {
         let mut s = self.lock();
-        let seq = s.seq;
-        s.seq += 1;
-        s.items.push(Entry { priority, since: Instant::now(), seq, item });
+        s.items.push(Entry { priority, since: Instant::now(), seq: order, item });
         drop(s);
         self.ready.notify_one();
     }
@@ -130,7 +129,7 @@ mod tests {
     fn higher_priority_first_then_submission_order() {
         let q = PriorityQueue::new(Duration::ZERO);
         for (p, x) in [(Priority::Normal, 1), (Priority::Low, 2), (Priority::Normal, 3), (Priority::Critical, 4), (Priority::High, 5)] {
-            q.push(p, x);
+            q.push(p, x, x);
         }
         q.close();
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
@@ -146,10 +145,10 @@ mod tests {
         assert_eq!(Priority::Critical.aged(Duration::ZERO, aging), Priority::Critical.level());
 
         let q = PriorityQueue::new(aging);
-        q.push(Priority::Low, "old low");
+        q.push(Priority::Low, 0, "old low");
         std::thread::sleep(Duration::from_millis(90));
-        q.push(Priority::High, "new high");
-        q.push(Priority::Critical, "new critical");
+        q.push(Priority::High, 1, "new high");
+        q.push(Priority::Critical, 2, "new critical");
         // The old LOW has aged to HIGH and, being older, goes before the new HIGH, never
         // before CRITICAL.
         assert_eq!((q.pop(), q.pop(), q.pop()), (Some("new critical"), Some("old low"), Some("new high")));
@@ -167,7 +166,7 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(30));
-        q.push(Priority::Normal, 7);
+        q.push(Priority::Normal, 0, 7);
         q.close();
         let mut got: Vec<_> = waiters.into_iter().map(|t| t.join().unwrap()).collect();
         got.sort();

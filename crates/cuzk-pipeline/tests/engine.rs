@@ -419,3 +419,39 @@ fn a_critical_job_overtakes_the_queued_partitions_of_earlier_lower_priority_jobs
     // The LOW one, queued before the CRITICAL, still comes after every NORMAL partition.
     assert_eq!(at(ids.1), order.len() - 1, "{order:?}");
 }
+
+#[test]
+fn an_urgent_job_is_parsed_while_a_slow_parse_runs_and_equal_priorities_keep_submission_order() {
+    use cuzk_pipeline::Priority;
+    let f = fixture();
+    let engine = Engine::start(Config::cpu(1, roomy())).unwrap();
+    // A NORMAL job whose parse takes 1.5 s (a first-time circuit load), then a CRITICAL one.
+    let slow_source = job(&f, &rs(1, 1), None, None);
+    let slow: JobSource = Box::new(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        slow_source()
+    });
+    let slow = engine.submit_at(slow, Priority::Normal).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let urgent = engine.submit_at(job(&f, &rs(2, 1), None, None), Priority::Critical).unwrap();
+    let u = urgent.wait();
+    assert_eq!(u.result.unwrap(), reference(&f, &rs(2, 1)));
+    let s = slow.wait();
+    assert!(u.finished_s < s.finished_s, "the urgent proof waited for the slow parse");
+    assert!(u.finished_s - u.submitted_s < 1.4, "the urgent proof took {:.2} s", u.finished_s - u.submitted_s);
+    assert_eq!(s.result.unwrap(), reference(&f, &rs(1, 1)));
+
+    // Equal priorities: partitions go to the witness worker in submission order, whichever
+    // parse thread finished first.
+    let a = engine.submit(job_with_delay(&f, &rs(3, 3), None, None, Duration::from_millis(20))).unwrap();
+    let b = engine.submit(job_with_delay(&f, &rs(4, 3), None, None, Duration::from_millis(20))).unwrap();
+    let ids = (a.id, b.id);
+    a.wait().result.unwrap();
+    b.wait().result.unwrap();
+    let mut witness: Vec<_> =
+        engine.trace().events().into_iter().filter(|e| e.stage == "witness" && (e.proof == ids.0 || e.proof == ids.1)).collect();
+    witness.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
+    let order: Vec<(u64, usize)> = witness.iter().map(|e| (e.proof, e.partition)).collect();
+    let want: Vec<(u64, usize)> = [ids.0, ids.1].into_iter().flat_map(|p| (0..3).map(move |k| (p, k))).collect();
+    assert_eq!(order, want);
+}
