@@ -24,6 +24,13 @@ fn a_synthetic_porep_c1_proves_and_verify_seal_accepts_it() {
     test_params::ensure(&kind, rp, None).unwrap();
     let proof = common::prove_on_engine(&kind, c1.clone(), identity, None);
     verify::ensure_valid(&c1, &identity, &proof).expect("verify_seal accepts the synthetic-PoRep proof");
+    // One circuit, one parameter set (filecoin-proofs names the same file): one resident copy.
+    let plain = RegisteredSealProof::StackedDrg2KiBV1_1;
+    use cuzk_pipeline::ProofKind;
+    assert_eq!(kind.circuit_id(&rp), kind.circuit_id(&plain));
+    let (a, b) = (kind.resident(rp), kind.resident(plain));
+    assert!(std::sync::Arc::ptr_eq(a.0.as_ref().unwrap(), b.0.as_ref().unwrap()), "two PCE copies of one circuit");
+    assert!(std::sync::Arc::ptr_eq(a.1.as_ref().unwrap(), b.1.as_ref().unwrap()), "two parameter copies of one circuit");
     let mut bad = proof.clone();
     bad[10] ^= 1;
     assert!(verify::ensure_valid(&c1, &identity, &bad).is_err());

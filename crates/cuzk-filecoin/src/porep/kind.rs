@@ -126,7 +126,8 @@ impl ProofKind for PorepC2 {
     }
 
     fn circuit_id(&self, rp: &RegisteredSealProof) -> CircuitId {
-        CircuitId { name: format!("{rp:?}"), identity: super::pce::identity(*rp) }
+        let rp = circuit_twin(*rp);
+        CircuitId { name: format!("{rp:?}"), identity: super::pce::identity(rp) }
     }
 
     fn extract_pce(&self, rp: &RegisteredSealProof) -> Result<PreCompiledCircuit> {
@@ -183,6 +184,21 @@ impl C1 {
             return Err(Error::c1(&self.path, synthetic::NOT_PROVABLE));
         }
         Ok(())
+    }
+}
+
+/// The registered proof whose circuit `rp` proves: the plain V1_1 proof of its size when
+/// filecoin-proofs names the same parameter set for both (synthetic PoRep: only where the
+/// challenges come from differs, not the circuit), else `rp` itself. Proofs with one twin share
+/// one PCE and one parameter copy in the process.
+pub fn circuit_twin(rp: RegisteredSealProof) -> RegisteredSealProof {
+    let plain = match sector::registered_proof(sector::sector_size_of(rp)) {
+        Ok(p) => p,
+        Err(_) => return rp,
+    };
+    match (rp.circuit_identifier(), plain.circuit_identifier()) {
+        (Ok(a), Ok(b)) if a == b => plain,
+        _ => rp,
     }
 }
 
