@@ -192,14 +192,20 @@ impl C1 {
 /// challenges come from differs, not the circuit), else `rp` itself. Proofs with one twin share
 /// one PCE and one parameter copy in the process.
 pub fn circuit_twin(rp: RegisteredSealProof) -> RegisteredSealProof {
-    let plain = match sector::registered_proof(sector::sector_size_of(rp)) {
-        Ok(p) => p,
-        Err(_) => return rp,
-    };
-    match (rp.circuit_identifier(), plain.circuit_identifier()) {
+    // filecoin-proofs builds the public parameters (and logs them) to name a parameter set:
+    // worked out once per registered proof, not on every registry lookup.
+    static TWINS: std::sync::Mutex<Vec<(RegisteredSealProof, RegisteredSealProof)>> = std::sync::Mutex::new(Vec::new());
+    let mut twins = TWINS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, twin)) = twins.iter().find(|(r, _)| *r == rp) {
+        return *twin;
+    }
+    let plain = sector::registered_proof(sector::sector_size_of(rp)).unwrap_or(rp);
+    let twin = match (rp.circuit_identifier(), plain.circuit_identifier()) {
         (Ok(a), Ok(b)) if a == b => plain,
         _ => rp,
-    }
+    };
+    twins.push((rp, twin));
+    twin
 }
 
 /// The sector size name of `rp` (`32GiB`), for messages.
