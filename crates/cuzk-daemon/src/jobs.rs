@@ -1023,7 +1023,10 @@ fn check_post(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str) -> Result<A
     let name = input_name(req, job_id, "vanilla_proofs");
     let input = PostInput::new(name, rp, &req.randomness, req.miner_id, req.partition_index as usize, req.vanilla_proofs.clone())
         .map_err(|e| e.to_string())?;
-    kinds.post.params_path(&rp).map_err(|e| e.to_string())?;
+    // Checked on disk only while not resident (as for PoRep): no file read per request.
+    if kinds.resident(Circuit::Post(rp)).1.is_none() {
+        kinds.post.params_path(&rp).map_err(|e| e.to_string())?;
+    }
     Ok(Arc::new(input))
 }
 

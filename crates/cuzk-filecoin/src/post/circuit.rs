@@ -115,12 +115,29 @@ pub(crate) fn vanilla_partition<Tree: 'static + MerkleTreeTrait>(
 pub fn circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<FallbackPoStCircuit<Tree>> {
     let d = decoded::<Tree>(input)?;
     let partition = vanilla_partition::<Tree>(input, &d)?;
+    build(input, &d, &partition)
+}
+
+/// [`circuit`] after the deep check ([`PostInput::check`]), decoding the vanilla proofs once
+/// for both (what the engine's parse stage runs).
+pub fn checked_circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<FallbackPoStCircuit<Tree>> {
+    let d = decoded::<Tree>(input)?;
+    let partition = vanilla_partition::<Tree>(input, &d)?;
+    super::input::verify_vanilla(input, &d, &partition)?;
+    build(input, &d, &partition)
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+    d: &Decoded<Tree>,
+    partition: &fallback::Proof<Tree::Proof>,
+) -> Result<FallbackPoStCircuit<Tree>> {
     let pp = vanilla_params(input.registered_proof)?;
     // filecoin-proofs proves the single partition it is given as partition 0 of its inputs.
     <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
         &d.inputs,
         Default::default(),
-        &partition,
+        partition,
         &pp,
         Some(0),
     )

@@ -251,8 +251,17 @@ pub(crate) fn decoded<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Res
 fn check_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<()> {
     let d = decoded::<Tree>(input)?;
     let partition = circuit::vanilla_partition::<Tree>(input, &d)?;
+    verify_vanilla(input, &d, &partition)
+}
+
+/// filecoin-proofs' verdict on the decoded partition `partition` of `input`.
+pub(crate) fn verify_vanilla<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+    d: &Decoded<Tree>,
+    partition: &fallback::Proof<Tree::Proof>,
+) -> Result<()> {
     let pp = circuit::vanilla_params(input.registered_proof)?;
-    let ok = FallbackPoSt::<Tree>::verify(&pp, &d.inputs, &partition)
+    let ok = FallbackPoSt::<Tree>::verify(&pp, &d.inputs, partition)
         .map_err(|e| Error::PostInput { source_name: input.source.clone(), reason: format!("vanilla proofs: {e:#}") })?;
     if !ok {
         return Err(Error::PostInput {

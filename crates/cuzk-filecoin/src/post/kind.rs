@@ -111,7 +111,6 @@ impl ProofKind for PoSt {
     }
 
     fn partitions(&self, req: &PostInput) -> Result<Vec<Synthesize>> {
-        req.check()?;
         with_shape!(registry::sector_size_of(req.registered_proof), partition_shaped, req)
     }
 
@@ -128,6 +127,6 @@ impl ProofKind for PoSt {
 }
 
 fn partition_shaped<Tree: 'static + MerkleTreeTrait>(req: &PostInput) -> Result<Vec<Synthesize>> {
-    let circuit = circuit::circuit::<Tree>(req)?;
+    let circuit = circuit::checked_circuit::<Tree>(req)?;
     Ok(vec![Box::new(move |pce: &PreCompiledCircuit| checked_witness(circuit, pce).map_err(PipelineError::shared)) as Synthesize])
 }
