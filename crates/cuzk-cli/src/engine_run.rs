@@ -38,6 +38,22 @@ pub fn prove_one(backend: Arc<dyn Backend>, input: Arc<PorepInput>, opts: JobOpt
     Ok(EngineRun { proof, verified: out.verified, stages, events })
 }
 
+/// One job (a PoSt or SnapDeals request) proved on an engine with `engine`'s backend, with
+/// progress over its `partitions`: the proof and whether it was verified.
+pub fn prove_job(engine: &crate::args::EngineArgs, task: &str, partitions: u64, job: cuzk_pipeline::JobSource) -> Result<(Vec<u8>, bool)> {
+    anyhow::ensure!(engine.engine == crate::args::Engine::Pce, "{task} runs on the pipeline engine only (--engine pce)");
+    let backend = crate::args::make_backend(engine.backend)?;
+    let mut cfg = Config::cpu(1, cuzk_pipeline::budget::default_budget());
+    cfg.devices = vec![Device { name: backend.name().to_string(), backend }];
+    let engine = Engine::start(cfg)?;
+    let watch = PartitionWatch::start(engine.trace().clone(), task, partitions);
+    let done = engine.submit(job)?.wait();
+    drop(watch);
+    engine.shutdown();
+    let proof = done.result.map_err(|e| anyhow::anyhow!(e.chain()))?;
+    Ok((proof, done.verified))
+}
+
 /// The partitions a C1 is proved in.
 pub fn partitions_of(c1: &C1) -> u64 {
     usize::from(c1.porep_config().partitions) as u64

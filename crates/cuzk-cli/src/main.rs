@@ -50,8 +50,13 @@ enum Cmd {
     /// Seal a random sector with filecoin-proofs and write DIR/c1.json plus DIR/c1.meta.json.
     GenC1(cmd::gen_c1::GenC1Args),
     /// Seal sectors and write the WinningPoSt and WindowPoSt request files a miner would send
-    /// for them (vanilla proofs drawn by filecoin-proofs-api), to prove with `prove --post`.
+    /// for them (vanilla proofs drawn by filecoin-proofs-api), to prove with `prove --post`;
+    /// `--synthetic` makes valid requests at any sector size without sealing.
     GenPost(cmd::post::GenPostArgs),
+    /// Seal a sector, encode new data into it (SnapDeals) and write the update request Curio
+    /// would send for it (partition proofs drawn by filecoin-proofs-api), to prove with
+    /// `prove --update`.
+    GenUpdate(cmd::update::GenUpdateArgs),
     /// Groth16 parameter files: make test parameters, check files, show paths.
     #[command(subcommand)]
     Params(cmd::params::ParamsCmd),
@@ -99,6 +104,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Verify(a) => cmd::verify::run(a),
         Cmd::GenC1(a) => cmd::gen_c1::run(a),
         Cmd::GenPost(a) => cmd::post::gen(a),
+        Cmd::GenUpdate(a) => cmd::update::gen(a),
         Cmd::Params(p) => cmd::params::run(p),
         Cmd::Pce(p) => cmd::pce::run(p),
         Cmd::Bench(b) => cmd::bench::run(b),

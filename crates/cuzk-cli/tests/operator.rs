@@ -152,3 +152,31 @@ fn gen_post_then_prove_post_writes_verified_proofs_and_refuses_a_c1() {
     assert!(!o.status.success() && err.contains("c1.json") && err.contains("not a PoSt request file"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn gen_update_then_prove_update_writes_a_verified_proof_and_refuses_a_c1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = cuzk(&["gen-update", "--sector-size", "2KiB", "--out", d.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = cuzk(&["params", "ensure", "--update", "0"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (input, out) = (d.join("update.json"), d.join("update.proof"));
+    let o = cuzk(&["prove", "--update", input.to_str().unwrap(), "--out", out.to_str().unwrap(), "--backend", "cpu"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("verified with verify_empty_sector_update_proof"), "{}", text(&o.stdout));
+    // The official verifier in this process, over the same parameter directory.
+    cuzk_filecoin::Settings::from_vars(|k| std::env::var_os(k)).apply().unwrap();
+    let request = cuzk_filecoin::update::UpdateInput::from_file_bytes("update.json", &std::fs::read(&input).unwrap()).unwrap();
+    cuzk_filecoin::update::verify::ensure_valid(&request, &std::fs::read(&out).unwrap()).unwrap();
+    // A C1 given as an update request, and an update request given as PoSt: one error line
+    // naming the file, no proof written.
+    let bad_out = d.join("bad.proof");
+    let f = fixture();
+    let o = cuzk(&["prove", "--update", f.to_str().unwrap(), "--out", bad_out.to_str().unwrap(), "--backend", "cpu"], &[]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success() && err.contains("c1.json") && err.contains("not a SnapDeals request file"), "{err}");
+    let o = cuzk(&["prove", "--post", input.to_str().unwrap(), "--out", bad_out.to_str().unwrap(), "--backend", "cpu"], &[]);
+    assert!(!o.status.success() && text(&o.stderr).contains("not a PoSt request file"), "{}", text(&o.stderr));
+    assert!(!bad_out.exists());
+}

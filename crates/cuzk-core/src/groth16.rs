@@ -245,13 +245,14 @@ fn clocked<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
     Ok((f()?, t.elapsed()))
 }
 
-/// Starts `f` on a named thread of the scope.
+/// Starts `f` on a named thread of the scope, at the calling thread's priority (its device
+/// calls then wait on the device lock as the job's own do).
 fn spawn_named<'s, T: Send + 's>(
     sc: &'s std::thread::Scope<'s, '_>,
     name: &str,
     f: impl FnOnce() -> Result<T> + Send + 's,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'s, Result<T>>> {
-    std::thread::Builder::new().name(format!("cuzk-{name}")).spawn_scoped(sc, f)
+    std::thread::Builder::new().name(format!("cuzk-{name}")).spawn_scoped(sc, crate::priority::inherit(f))
 }
 
 /// The result of a thread from [`spawn_named`] (its panic, resumed, if it panicked).
@@ -329,8 +330,8 @@ pub fn prove(
     let (h_res, l, a, b) = if backend.overlap_h() {
         // Four threads: the H step, L, A and the two B MSMs. Their host work (selection,
         // ones/general split, gathers) runs while the device computes the H MSM, and their
-        // device calls queue on the backend's device lock. Plain threads, not rayon tasks,
-        // since they block on that lock.
+        // device calls queue on the backend's device lock, at the job's priority (inherited
+        // by each thread). Plain threads, not rayon tasks, since they block on that lock.
         std::thread::scope(|sc| {
             let h = spawn_named(sc, "h-step", h_step);
             let l = spawn_named(sc, "msm-l", || clocked(l_msm));

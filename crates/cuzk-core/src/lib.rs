@@ -2,8 +2,10 @@
 //! (re-exported from blstrs, ff, group and pairing), the typed errors, Groth16 itself (the
 //! backend seam of MSM, NTT and mat-vec with its CPU implementation and conformance suite,
 //! the prover's assembly, parameter files in bellperson's format, random parameters), atomic
-//! file writes, the process-wide registry of shared values, and memory accounting (RSS, peak
-//! RSS, `malloc_trim`, the stage tracer). It knows Groth16, not Filecoin: no proof kind, file
+//! file writes, the process-wide registry of shared values, memory accounting (RSS, peak
+//! RSS, `malloc_trim`, the stage tracer), and the priority a thread works at with the
+//! priority-ordered, panic-surviving lock that device calls take ([`priority`],
+//! [`device_lock`]). It knows Groth16, not Filecoin: no proof kind, file
 //! format of a request or verifier lives here, nor anything of CUDA, pipelines or the CLI.
 //!
 //! # Example
@@ -59,11 +61,13 @@
 pub mod atomic;
 pub mod backend;
 pub mod bits;
+pub mod device_lock;
 pub mod error;
 pub mod fixed_base;
 pub mod groth16;
 pub mod mem;
 pub mod params;
+pub mod priority;
 pub mod progress;
 pub mod random_srs;
 pub mod registry;

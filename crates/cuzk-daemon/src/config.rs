@@ -75,6 +75,10 @@ pub struct EngineSection {
     /// How PoRep witnesses are computed: "native" (machine-word SHA-256, the default) or
     /// "gadgets" (the circuit's own gadgets, for comparison).
     pub witness: String,
+    /// Which jobs take the engine's urgent lane (their own witness thread, an extra prover
+    /// per device, the device at the next MSM or NTT boundary): "high" (WindowPoSt and
+    /// WinningPoSt, the default), "critical" (WinningPoSt only) or "off".
+    pub urgent_lane: String,
 }
 
 impl Default for EngineSection {
@@ -89,6 +93,7 @@ impl Default for EngineSection {
             on_device_error: "fail".into(),
             inject_fault: String::new(),
             witness: "native".into(),
+            urgent_lane: "high".into(),
         }
     }
 }
@@ -288,6 +293,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_ON_DEVICE_ERROR", "engine.on_device_error"),
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
     ("CUZK_WITNESS", "engine.witness"),
+    ("CUZK_URGENT_LANE", "engine.urgent_lane"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
@@ -363,6 +369,7 @@ impl DaemonConfig {
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "engine.witness" => self.engine.witness = v.trim().into(),
+            "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "jobs.retain" => self.jobs.retain = num(v)?,
@@ -416,6 +423,9 @@ impl DaemonConfig {
         }
         if self.engine.synthesis_workers == 0 || self.engine.provers_per_device == 0 {
             return bad("engine", "synthesis_workers and provers_per_device must be at least 1".into());
+        }
+        if !["high", "critical", "off"].contains(&self.engine.urgent_lane.as_str()) {
+            return bad("engine.urgent_lane", format!("{:?} is not high, critical or off", self.engine.urgent_lane));
         }
         if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
@@ -581,6 +591,22 @@ mod tests {
         assert!(e.contains("CUZK_INJECT_FAULT") && e.contains("melt"), "{e}");
         let ok = DaemonConfig::load(None, |k| (k == "CUZK_ON_DEVICE_ERROR").then(|| "retry-cpu".into())).unwrap();
         assert_eq!(ok.engine.on_device_error, "retry-cpu");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_LANE").then(|| "asap".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_URGENT_LANE") && e.contains("critical"), "{e}");
+    }
+
+    #[test]
+    fn the_urgent_lane_setting_reaches_the_engine() {
+        let cpu =
+            || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+        let engine = |v: &'static str| {
+            let cfg = DaemonConfig::load(None, move |k| (k == "CUZK_URGENT_LANE").then(|| v.to_string())).unwrap();
+            crate::server::try_engine_config(&cfg, cpu()).unwrap().urgent_from
+        };
+        assert_eq!(engine("high"), Some(cuzk_pipeline::Priority::High));
+        assert_eq!(engine("critical"), Some(cuzk_pipeline::Priority::Critical));
+        assert_eq!(engine("off"), None);
+        assert_eq!(DaemonConfig::default().engine.urgent_lane, "high");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity};
 use cuzk_filecoin::porep::{params, PorepInput, RegisteredSealProof};
 use cuzk_filecoin::post::{self, PostInput};
+use cuzk_filecoin::update::{self, UpdateInput};
 use cuzk_filecoin::Kinds;
 use cuzk_pipeline::engine::{JobSource, PartitionInput};
 use cuzk_pipeline::kind::ProofKind as _;
@@ -237,6 +238,7 @@ struct Input {
 enum Request {
     Porep(Arc<PorepInput>),
     Post(Arc<PostInput>),
+    Update(Arc<UpdateInput>),
 }
 
 impl Request {
@@ -245,6 +247,7 @@ impl Request {
         match self {
             Request::Porep(r) => Circuit::Porep(r.c1.registered_proof),
             Request::Post(r) => Circuit::Post(r.registered_proof),
+            Request::Update(r) => Circuit::Update(r.registered_proof),
         }
     }
 }
@@ -686,6 +689,7 @@ impl Jobs {
             let source = match input.request {
                 Request::Porep(r) => in_span(span, self.s.kinds.porep.job(r, opts)),
                 Request::Post(r) => in_span(span, self.s.kinds.post.job(r, opts)),
+                Request::Update(r) => in_span(span, self.s.kinds.update.job(r, opts)),
             };
             let ticket = match lock(&self.s.engine).as_ref() {
                 Some(e) => e.submit_at(source, priority),
@@ -937,10 +941,12 @@ fn check(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str, policy: Policy) 
     let request = match ProofKind::try_from(req.proof_kind) {
         Ok(ProofKind::PorepSealCommit) => Request::Porep(check_porep(kinds, req, job_id, policy)?),
         Ok(ProofKind::WindowPostPartition | ProofKind::WinningPost) => Request::Post(check_post(kinds, req, job_id)?),
+        Ok(ProofKind::SnapDealsUpdate) => Request::Update(check_update(kinds, req, job_id)?),
         Ok(ProofKind::Unspecified) => {
-            return Err("proof_kind is not set (this daemon proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and WINNING_POST)".into())
+            return Err("proof_kind is not set (this daemon proves POREP_SEAL_COMMIT, SNAP_DEALS_UPDATE, WINDOW_POST_PARTITION \
+                        and WINNING_POST)"
+                .into())
         }
-        Ok(k) => return Err(format!("proof kind {} is not supported yet", k.as_str_name())),
         Err(_) => return Err(format!("unknown proof kind {}", req.proof_kind)),
     };
     Ok(Input { request, verify, priority: engine_priority(wire_priority(req)) })
@@ -1026,6 +1032,34 @@ fn check_post(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str) -> Result<A
     // Checked on disk only while not resident (as for PoRep): no file read per request.
     if kinds.resident(Circuit::Post(rp)).1.is_none() {
         kinds.post.params_path(&rp).map_err(|e| e.to_string())?;
+    }
+    Ok(Arc::new(input))
+}
+
+/// A SnapDeals request as Curio encodes it: the registered update proof by lotus number
+/// (of `sector_size` when given), one partition proof per partition in `vanilla_proofs`
+/// (field 11) and comm_r_old, comm_r_new, comm_d_new (fields 30–32: raw 32 bytes or the
+/// commitments' CID bytes). The partition proofs' own verification runs on the engine's
+/// parse stage.
+fn check_update(kinds: &Kinds, req: &SubmitProofRequest, job_id: &str) -> Result<Arc<UpdateInput>, String> {
+    use cuzk_filecoin::curio::{commitment_from_wire, Commitment};
+    if req.vanilla_proofs.is_empty() {
+        return Err("vanilla_proofs is empty: a SnapDeals request carries one partition proof per partition (field 11)".into());
+    }
+    let rp = update::registry::from_number(req.registered_proof).map_err(|e| e.to_string())?;
+    let size = update::registry::sector_size_of(rp);
+    if req.sector_size != 0 && req.sector_size != size {
+        return Err(format!("registered_proof {} ({rp:?}) does not match sector_size {}", req.registered_proof, req.sector_size));
+    }
+    let comm = |field: &str, bytes: &[u8], kind| commitment_from_wire(field, bytes, kind).map_err(|e| e.to_string());
+    let comm_r_old = comm("comm_r_old", &req.comm_r_old, Commitment::Sealed)?;
+    let comm_r_new = comm("comm_r_new", &req.comm_r_new, Commitment::Sealed)?;
+    let comm_d_new = comm("comm_d_new", &req.comm_d_new, Commitment::Unsealed)?;
+    let name = input_name(req, job_id, "vanilla_proofs");
+    let input = UpdateInput::new(name, rp, &comm_r_old, &comm_r_new, &comm_d_new, req.vanilla_proofs.clone()).map_err(|e| e.to_string())?;
+    // Checked on disk only while not resident (as for PoRep): no file read per request.
+    if kinds.resident(Circuit::Update(rp)).1.is_none() {
+        kinds.update.params_path(&rp).map_err(|e| e.to_string())?;
     }
     Ok(Arc::new(input))
 }

@@ -81,6 +81,11 @@ pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Con
         c.on_device_error = cuzk_pipeline::DeviceErrorPolicy::RetryOnCpu;
     }
     c.provers_per_device = cfg.engine.provers_per_device.max(1);
+    c.urgent_from = match cfg.engine.urgent_lane.as_str() {
+        "off" => None,
+        "critical" => Some(cuzk_pipeline::Priority::Critical),
+        _ => Some(cuzk_pipeline::Priority::High),
+    };
     c.trace = Some(Trace::bounded(TRACE_CAP));
     Ok(c)
 }

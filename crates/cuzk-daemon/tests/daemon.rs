@@ -22,9 +22,9 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
     let cases: Vec<(&str, SubmitProofRequest, &str)> = vec![
         ("unset kind", SubmitProofRequest { proof_kind: 0, ..good.clone() }, "proof_kind is not set"),
         (
-            "other kind",
+            "a C1 as a SnapDeals request",
             SubmitProofRequest { proof_kind: ProofKind::SnapDealsUpdate as i32, ..good.clone() },
-            "SNAP_DEALS_UPDATE is not supported",
+            "vanilla_proofs is empty: a SnapDeals request",
         ),
         ("unknown kind", SubmitProofRequest { proof_kind: 77, ..good.clone() }, "unknown proof kind 77"),
         ("empty", SubmitProofRequest { vanilla_proof: vec![], ..good.clone() }, "vanilla_proof is empty"),
@@ -56,9 +56,9 @@ async fn bad_requests_fail_with_a_reason_and_the_daemon_keeps_serving() {
     let unknown = c.await_proof(proto::AwaitProofRequest { job_id: "nope".into(), timeout_ms: 10 }).await.unwrap().into_inner();
     assert_eq!(unknown.status, S::Unknown as i32);
     assert_eq!(c.cancel_proof(proto::CancelProofRequest { job_id: "nope".into() }).await.unwrap_err().code(), tonic::Code::NotFound);
-    let e = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "snap-32g".into() }).await.unwrap_err();
+    let e = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "snap-3g".into() }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
-    assert!(e.message().contains("snap-32g"));
+    assert!(e.message().contains("snap-3g"));
     assert_eq!(c.prove(proto::ProveRequest { submit: None }).await.unwrap_err().code(), tonic::Code::InvalidArgument);
 
     let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();

@@ -27,6 +27,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A SnapDeals request (file or RPC) that is malformed or whose partition proofs do not
+    /// hold.
+    #[error("{source_name}: {reason}")]
+    UpdateInput {
+        /// Where the request came from (a file, a request id).
+        source_name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A sector size or registered proof that cuzk does not support, or that does not match.
     #[error("sector size: {0}")]
     SectorSize(String),

@@ -1,5 +1,5 @@
 //! `cuzk-filecoin` holds everything cuzk knows about Filecoin, behind the engine's
-//! [`cuzk_pipeline::ProofKind`] seam: one module per proof kind ([`post`]: WinningPoSt and WindowPoSt partitions from Curio's vanilla proofs; [`porep`]: C1 files
+//! [`cuzk_pipeline::ProofKind`] seam: one module per proof kind ([`post`]: WinningPoSt and WindowPoSt partitions from Curio's vanilla proofs; [`update`]: SnapDeals from Curio's partition proofs; [`porep`]: C1 files
 //! and their checks, the registered-proof table, the partition circuits, the native witness,
 //! the PCE identity, parameter files and test parameters, `verify_seal`, synthetic C1s, and
 //! [`porep::PorepC2`], the kind itself), Curio's circuit names ([`curio`]), what a parameter directory holds against filecoin-proofs'
@@ -42,10 +42,12 @@
 
 pub mod curio;
 pub mod error;
+pub mod merkle_shape;
 pub mod param_cache;
 pub mod porep;
 pub mod post;
 pub mod settings;
+pub mod update;
 
 pub use error::{Error, Result};
 pub use porep::{PorepC2, PorepInput, RegisteredSealProof};
@@ -61,6 +63,8 @@ pub struct Kinds {
     pub porep: Arc<PorepC2>,
     /// WinningPoSt and WindowPoSt partitions.
     pub post: Arc<post::PoSt>,
+    /// SnapDeals update proofs.
+    pub update: Arc<update::SnapDeals>,
 }
 
 /// What of a circuit is resident in this process: its PCE and its parameters.
@@ -73,6 +77,7 @@ impl Kinds {
         match c {
             curio::Circuit::Porep(rp) => self.porep.resident(rp),
             curio::Circuit::Post(rp) => cuzk_pipeline::resources::resident(&self.post.circuit_id(&rp)),
+            curio::Circuit::Update(rp) => cuzk_pipeline::resources::resident(&self.update.circuit_id(&rp)),
         }
     }
 
@@ -82,6 +87,7 @@ impl Kinds {
         match c {
             curio::Circuit::Porep(rp) => self.porep.evict(rp),
             curio::Circuit::Post(rp) => cuzk_pipeline::resources::evict(&self.post.circuit_id(&rp)),
+            curio::Circuit::Update(rp) => cuzk_pipeline::resources::evict(&self.update.circuit_id(&rp)),
         }
     }
 
@@ -94,6 +100,11 @@ impl Kinds {
                 cuzk_pipeline::resources::shared(self.post.as_ref(), &rp)?;
                 Ok(pce.is_some() && params.is_some())
             }
+            curio::Circuit::Update(rp) => {
+                let (pce, params) = self.resident(c);
+                cuzk_pipeline::resources::shared(self.update.as_ref(), &rp)?;
+                Ok(pce.is_some() && params.is_some())
+            }
         }
     }
 
@@ -102,6 +113,7 @@ impl Kinds {
         Kinds {
             porep: Arc::new(PorepC2::with_settings(settings).with_witness(witness)),
             post: Arc::new(post::PoSt::with_settings(settings)),
+            update: Arc::new(update::SnapDeals::with_settings(settings)),
         }
     }
 }

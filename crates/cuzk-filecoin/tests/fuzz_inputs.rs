@@ -12,6 +12,9 @@ use cuzk_core::params::check_params_file;
 use cuzk_filecoin::porep::c1::C1;
 use proptest::prelude::*;
 
+mod common;
+use common::mutate::{apply, config, mutation};
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -20,45 +23,8 @@ fn fixture() -> Vec<u8> {
     std::fs::read(root().join("fixtures/2kib/c1.json")).unwrap()
 }
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
-}
-
-#[derive(Debug, Clone)]
-enum Mutation {
-    Truncate(usize),
-    Flip(usize, u8),
-    Splice(usize, Vec<u8>),
-    Digits(usize),
-}
-
-fn mutation(len: usize) -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (0..len).prop_map(Mutation::Truncate),
-        (0..len, any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (0..len, proptest::collection::vec(any::<u8>(), 1..64)).prop_map(|(i, v)| Mutation::Splice(i, v)),
-        (0..len).prop_map(Mutation::Digits),
-    ]
-}
-
-fn apply(mut b: Vec<u8>, m: &Mutation) -> Vec<u8> {
-    match m {
-        Mutation::Truncate(n) => b.truncate(*n),
-        Mutation::Flip(i, v) => b[*i] ^= v | 1,
-        Mutation::Splice(i, v) => {
-            b.splice(*i..*i, v.iter().cloned());
-        }
-        // A number made enormous (a length, an index, a node id).
-        Mutation::Digits(i) => {
-            b.splice(*i..*i, b"99999999999999999999".iter().cloned());
-        }
-    }
-    b
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(config(64))]
 
     #[test]
     fn c1_parser_never_panics(m in mutation(fixture().len())) {

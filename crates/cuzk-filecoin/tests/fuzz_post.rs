@@ -12,6 +12,9 @@ use cuzk_filecoin::post::fixture::SealedSectors;
 use cuzk_filecoin::post::PostInput;
 use proptest::prelude::*;
 
+mod common;
+use common::mutate::{apply, config, fit, mutation};
+
 fn good() -> &'static PostInput {
     static GOOD: OnceLock<PostInput> = OnceLock::new();
     GOOD.get_or_init(|| {
@@ -21,55 +24,14 @@ fn good() -> &'static PostInput {
     })
 }
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
-}
-
-#[derive(Debug, Clone)]
-enum Mutation {
-    Truncate(usize),
-    Flip(usize, u8),
-    Splice(usize, Vec<u8>),
-    /// A u64 little-endian length or count at this offset set to a huge value.
-    HugeLength(usize),
-}
-
-fn mutation(len: usize) -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (0..len).prop_map(Mutation::Truncate),
-        (0..len, any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (0..len, proptest::collection::vec(any::<u8>(), 1..48)).prop_map(|(i, v)| Mutation::Splice(i, v)),
-        (0..len.saturating_sub(8)).prop_map(Mutation::HugeLength),
-    ]
-}
-
-fn apply(mut b: Vec<u8>, m: &Mutation) -> Vec<u8> {
-    match m {
-        Mutation::Truncate(n) => b.truncate(*n),
-        Mutation::Flip(i, v) => b[*i] ^= v | 1,
-        Mutation::Splice(i, v) => {
-            b.splice(*i..*i, v.iter().cloned());
-        }
-        Mutation::HugeLength(i) => b[*i..*i + 8].copy_from_slice(&(u64::MAX / 3).to_le_bytes()),
-    }
-    b
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(config(48))]
 
     #[test]
     fn mutated_vanilla_proofs_are_refused_by_name_or_checked_never_a_panic(which in 0usize..2, m in mutation(4096)) {
         let g = good();
         let mut proofs = g.vanilla_proofs.clone();
-        let len = proofs[which].len();
-        let m = match m {
-            Mutation::Truncate(n) => Mutation::Truncate(n % len),
-            Mutation::Flip(i, b) => Mutation::Flip(i % len, b),
-            Mutation::Splice(i, v) => Mutation::Splice(i % len, v),
-            Mutation::HugeLength(i) => Mutation::HugeLength(i % (len - 8)),
-        };
+        let m = fit(m, proofs[which].len());
         proofs[which] = apply(proofs[which].clone(), &m);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let input = PostInput::new("fuzzed", g.registered_proof, &g.randomness, g.miner_id, 0, proofs)?;

@@ -205,3 +205,55 @@ fn pce_identity_names_the_circuit_crates_in_cargo_lock() {
     assert_ne!(win, window);
     assert!(win.contains("sectors=66|challenges=1") && window.contains("sectors=2|challenges=10"), "{win}\n{window}");
 }
+
+/// Synthetic requests (sparse trees, nothing sealed) pass filecoin-proofs' vanilla check and
+/// prove to proofs the official verifiers accept, at 2 KiB (a padded partition past the first
+/// included); at 32 GiB their vanilla proofs pass the same check (no parameters to prove with).
+#[test]
+fn synthetic_post_requests_pass_the_vanilla_check_and_prove_to_verified_proofs() {
+    use cuzk_filecoin::post::synthetic;
+    let w = world();
+    let cases = [
+        ("winning", synthetic::winning_post(registry::for_size(2048, true).unwrap(), MINER, randomness(3), 1).unwrap()),
+        ("window partition 0", synthetic::window_post(registry::for_size(2048, false).unwrap(), MINER, randomness(4), 3, 0, 1).unwrap()),
+        (
+            "window partition 1 (padded)",
+            synthetic::window_post(registry::for_size(2048, false).unwrap(), MINER, randomness(4), 3, 1, 1).unwrap(),
+        ),
+    ];
+    for (name, input) in cases {
+        input.check().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let proof = prove(&w.kind, input.clone(), None);
+        verify::ensure_valid(&input, &proof).unwrap_or_else(|e| panic!("{name}: the official verifier rejects the proof: {e}"));
+    }
+    let big = 32u64 << 30;
+    let winning = synthetic::winning_post(registry::for_size(big, true).unwrap(), MINER, randomness(5), 2).unwrap();
+    let window = synthetic::window_post(registry::for_size(big, false).unwrap(), MINER, randomness(5), 3, 0, 2).unwrap();
+    for input in [winning, window] {
+        input.check().unwrap_or_else(|e| panic!("32 GiB {:?}: {e}", input.registered_proof));
+    }
+    // Another seed, other leaves: the same request's sectors get other commitments.
+    let a = synthetic::winning_post(registry::for_size(2048, true).unwrap(), MINER, randomness(3), 1).unwrap();
+    let b = synthetic::winning_post(registry::for_size(2048, true).unwrap(), MINER, randomness(3), 9).unwrap();
+    assert_eq!(a.sectors.len(), 1);
+    assert_ne!(a.sectors[0].1, b.sectors[0].1, "the seed does not reach the sector's contents");
+}
+
+/// The engine's PoSt witness (one piece per sector in parallel, joined) is the circuit's own
+/// witness value for value, for a WindowPoSt partition of two sectors, a padded one and a
+/// WinningPoSt (66 pieces).
+#[test]
+fn the_sector_split_witness_equals_the_whole_circuits_witness() {
+    let w = world();
+    let cases = [
+        w.sectors.window_post(randomness(6), 0, &[1, 2]).unwrap(),
+        w.sectors.window_post(randomness(6), 1, &[3]).unwrap(),
+        w.sectors.winning_post(randomness(7)).unwrap(),
+    ];
+    for input in cases {
+        let (pce, _) = w.kind.shared_pce(input.registered_proof).unwrap();
+        let whole = cuzk_pce::witness::checked_witness(circuit::circuit::<SectorShape2KiB>(&input).unwrap(), &pce).unwrap();
+        let split = circuit::sector_split_witness(circuit::circuit::<SectorShape2KiB>(&input).unwrap(), &pce).unwrap();
+        assert!(whole.inputs == split.inputs && whole.aux == split.aux, "{:?}: the split witness differs", input.registered_proof);
+    }
+}

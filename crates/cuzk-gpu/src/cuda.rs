@@ -4,9 +4,12 @@
 //! the resident quotient (a, b, c staged through pooled pinned host buffers, filled before the
 //! device lock is taken) and the fused quotient + H MSM, where H never leaves the device.
 //! Small inputs go to the CPU backend, where a launch costs more than the work. Calls on one
-//! device are serialised (sppark's batched-addition kernel keeps a per-device counter).
+//! device are serialised (sppark's batched-addition kernel keeps a per-device counter) by a
+//! priority-ordered [`DeviceLock`]: between two calls of a running partition, the waiting
+//! call of the most urgent job goes next (the prover thread's priority, inherited by the
+//! overlapped schedule's helper threads).
 
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -18,7 +21,7 @@ use cuzk_core::backend::{
 use ff::{Field, PrimeField};
 
 use crate::ffi::{self, Handle};
-use crate::lock::DeviceLock;
+use crate::lock::{DeviceGuard, DeviceLock};
 use crate::{DeviceInfo, GpuError};
 
 /// Below this many points an MSM runs on the CPU.
@@ -270,7 +273,8 @@ pub struct CudaBackend {
     resident: DeviceLock<Vec<Arc<Resident>>>,
     /// The matrices of the last circuit evaluated on the device.
     pce: DeviceLock<Option<Arc<ResidentPce>>>,
-    /// Serialises device calls; a panic under it makes the next holder forget the resident
+    /// Serialises device calls, the most urgent waiting job's first (see
+    /// `cuzk_core::device_lock`); a panic under it makes the next holder forget the resident
     /// bases and matrices ([`CudaBackend::device`]).
     lock: DeviceLock<()>,
     /// Pinned staging buffers not in use.
@@ -305,7 +309,7 @@ impl CudaBackend {
     /// The device lock. After a panic under it, what is resident may not be what the cache
     /// says (an upload or a kernel stopped half-way), so the bases and matrices are forgotten
     /// and uploaded again on next use; the device keeps serving.
-    fn device(&self) -> MutexGuard<'_, ()> {
+    fn device(&self) -> DeviceGuard<'_, ()> {
         self.lock.lock_or_reset(|_| {
             self.resident_cache().clear();
             *self.pce_slot() = None;
@@ -313,12 +317,12 @@ impl CudaBackend {
     }
 
     /// The resident bases, emptied when a holder panicked mid-update.
-    fn resident_cache(&self) -> MutexGuard<'_, Vec<Arc<Resident>>> {
+    fn resident_cache(&self) -> DeviceGuard<'_, Vec<Arc<Resident>>> {
         self.resident.lock_or_reset(|cache| cache.clear())
     }
 
     /// The resident matrices, forgotten when a holder panicked mid-upload.
-    fn pce_slot(&self) -> MutexGuard<'_, Option<Arc<ResidentPce>>> {
+    fn pce_slot(&self) -> DeviceGuard<'_, Option<Arc<ResidentPce>>> {
         self.pce.lock_or_reset(|slot| *slot = None)
     }
 

@@ -38,7 +38,7 @@ struct LockedDevice {
 
 impl LockedDevice {
     /// The device lock, recovering as `CudaBackend::device` does: what was resident is forgotten.
-    fn device(&self) -> std::sync::MutexGuard<'_, DeviceState> {
+    fn device(&self) -> cuzk_gpu::lock::DeviceGuard<'_, DeviceState> {
         self.lock.lock_or_reset(|s| s.resident = None)
     }
 }

@@ -4,7 +4,7 @@
 //! of the new path with a reference synthesis. It must not know which circuit it serves.
 
 use blstrs::Scalar;
-use cuzk_witness::WitnessCs;
+pub use cuzk_witness::WitnessCs;
 use rayon::prelude::*;
 
 use crate::matrix::PreCompiledCircuit;

@@ -3,7 +3,14 @@
 //! partition) → witness (`synthesis_workers` threads; admission against the byte budget
 //! happens here) → mat-vec → prove (`provers_per_device` threads per device) → finalize
 //! (assemble the partition proofs in order, verify, answer). The partition is the unit of
-//! work, so partitions of one proof and of the next flow through together. Any stage's error
+//! work, so partitions of one proof and of the next flow through together. Urgent work
+//! (priority at or above [`Config::urgent_from`]) has a lane of its own: a witness thread
+//! that takes only urgent partitions (so they never wait for a running synthesis), its
+//! mat-vec on that witness thread, it goes to a channel that every prover looks at
+//! first, and each device has one more prover that takes only urgent work. So an urgent
+//! partition is proved beside a running one instead of after it, and its device calls,
+//! made at its job's priority, win the device lock at the running partition's next MSM or
+//! NTT boundary (`cuzk_core::device_lock`). Any stage's error
 //! or panic fails that proof only (its later partitions are skipped, its budget returned);
 //! the other proofs go on; a device failure or a panic while proving fails its partition too,
 //! or, under [`DeviceErrorPolicy::RetryOnCpu`], has it evaluated again and proved on the CPU.
@@ -125,6 +132,15 @@ pub struct Config {
     /// Parse-stage threads (0 is taken as 1): more than one lets an urgent job be checked
     /// while another job's parse loads a circuit.
     pub parse_workers: usize,
+    /// Jobs at or above this priority take the urgent lane: a witness thread of their own
+    /// (beside the `synthesis_workers`), mat-vec on the witness thread, a
+    /// prove channel every prover serves first, and one extra prover per device
+    /// (`prove-<device>-urgent`) that takes nothing else, so they are proved beside a running
+    /// partition and take its device at the next MSM or NTT boundary. Their partitions are
+    /// admitted against the byte budget like any other. `None`: no urgent lane (an urgent
+    /// partition then waits for a free prover). Default [`Priority::High`] (WindowPoSt and
+    /// WinningPoSt).
+    pub urgent_from: Option<Priority>,
 }
 
 impl Config {
@@ -143,6 +159,7 @@ impl Config {
             trace: None,
             aging: Duration::from_secs(120),
             parse_workers: 2,
+            urgent_from: Some(Priority::High),
         }
     }
 }
@@ -267,6 +284,8 @@ struct Carry {
     params: Arc<Parameters<Bls12>>,
     /// The job's working set per partition (computed once per job).
     ws: WorkingSet,
+    /// The job's priority: its provers' device calls are made at it.
+    priority: Priority,
 }
 
 struct WitnessItem {
@@ -345,6 +364,9 @@ impl Engine {
         let waiting = Arc::new(PriorityQueue::<WitnessItem>::new(cfg.aging));
         let (mv_tx, mv_rx) = bounded::<MatvecItem>(matvec_workers);
         let (pr_tx, pr_rx) = bounded::<ProveItem>(provers);
+        // The urgent lane's prove channel: the witness threads send into it, every prover
+        // looks at it first.
+        let (urgent_tx, urgent_rx) = bounded::<ProveItem>(cfg.devices.len());
         let (done_tx, done_rx) = unbounded::<Done>();
         let stage = Stage { trace: trace.clone(), inflight: Arc::default(), done: done_tx };
         let matvec = cfg.matvec.resolve(&cfg.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
@@ -359,21 +381,30 @@ impl Engine {
             threads.push(spawn(format!("cuzk-parse-{pi}"), stage_fn)?);
         }
         drop(closer);
+        let out = || WitnessOut { matvec: mv_tx.clone(), urgent: urgent_tx.clone(), urgent_from: cfg.urgent_from, place: matvec };
         for wi in 0..j {
-            threads.push(spawn(
-                format!("cuzk-witness-{wi}"),
-                witness_stage(stage.clone(), wi, waiting.clone(), mv_tx.clone(), budget.clone()),
-            )?);
+            let stage_fn = witness_stage(stage.clone(), wi.to_string(), waiting.clone(), out(), budget.clone(), None);
+            threads.push(spawn(format!("cuzk-witness-{wi}"), stage_fn)?);
         }
-        drop(mv_tx);
+        if let Some(u) = cfg.urgent_from {
+            let stage_fn = witness_stage(stage.clone(), "urgent".into(), waiting.clone(), out(), budget.clone(), Some(u));
+            threads.push(spawn("cuzk-witness-urgent".into(), stage_fn)?);
+        }
+        drop((mv_tx, urgent_tx));
         for mi in 0..matvec_workers {
             threads.push(spawn(format!("cuzk-matvec-{mi}"), matvec_stage(stage.clone(), mi, mv_rx.clone(), pr_tx.clone(), matvec))?);
         }
         drop(pr_tx);
         for dev in &cfg.devices {
+            let prover =
+                |index: String| Prover { dev: dev.clone(), index, mode: cfg.mode, stats: stats.clone(), fallback: fallback.clone() };
             for pi in 0..cfg.provers_per_device.max(1) {
-                let prover = Prover { dev: dev.clone(), index: pi, mode: cfg.mode, stats: stats.clone(), fallback: fallback.clone() };
-                threads.push(spawn(format!("cuzk-prove-{}-{pi}", dev.name), prove_stage(stage.clone(), prover, pr_rx.clone()))?);
+                let stage_fn = prove_stage(stage.clone(), prover(pi.to_string()), urgent_rx.clone(), Some(pr_rx.clone()));
+                threads.push(spawn(format!("cuzk-prove-{}-{pi}", dev.name), stage_fn)?);
+            }
+            if cfg.urgent_from.is_some() {
+                let stage_fn = prove_stage(stage.clone(), prover("urgent".into()), urgent_rx.clone(), None);
+                threads.push(spawn(format!("cuzk-prove-{}-urgent", dev.name), stage_fn)?);
             }
         }
         // The finalize thread ends when every stage thread (each holding a `done` sender) has.
@@ -521,7 +552,8 @@ fn parse_stage(
             lock(&st.inflight).insert(sub.id, state);
             let ws = WorkingSet::at(&job.pce, matvec);
             for (k, p) in job.partitions.into_iter().enumerate() {
-                let c = Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws };
+                let c =
+                    Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws, priority: sub.priority };
                 // Submission order, then partition order (a proof has far fewer than 2^20).
                 waiting.push(sub.priority, (sub.id << 20) | k as u64, WitnessItem { c, synth: p.synthesize });
             }
@@ -529,11 +561,31 @@ fn parse_stage(
     })
 }
 
-/// Witness: admission against the byte budget, then the partition's witness synthesis.
-fn witness_stage(st: Stage, wi: usize, waiting: Arc<PriorityQueue<WitnessItem>>, tx: Sender<MatvecItem>, budget: Budget) -> StageFn {
+/// Where a witness thread sends its partitions: the mat-vec stage, or (urgent work) straight
+/// to the provers' urgent channel after doing the mat-vec itself.
+struct WitnessOut {
+    matvec: Sender<MatvecItem>,
+    urgent: Sender<ProveItem>,
+    urgent_from: Option<Priority>,
+    place: MatVecPlace,
+}
+
+/// Witness: admission against the byte budget, then the partition's witness synthesis. An
+/// urgent partition's mat-vec runs here too, so that it never queues behind other
+/// partitions in the mat-vec stage or the provers' ordinary channel. A thread with
+/// `only_from` takes only partitions queued at that priority or above (the urgent lane's own
+/// witness thread, so an urgent partition never waits for a running synthesis).
+fn witness_stage(
+    st: Stage,
+    name: String,
+    waiting: Arc<PriorityQueue<WitnessItem>>,
+    out: WitnessOut,
+    budget: Budget,
+    only_from: Option<Priority>,
+) -> StageFn {
     Box::new(move || {
-        let lane = format!("witness-{wi}");
-        while let Some(WitnessItem { c, synth }) = waiting.pop() {
+        let lane = format!("witness-{name}");
+        while let Some(WitnessItem { c, synth }) = waiting.pop_at_least(only_from.unwrap_or(Priority::Low)) {
             if st.skipped(&c) {
                 continue;
             }
@@ -544,12 +596,28 @@ fn witness_stage(st: Stage, wi: usize, waiting: Arc<PriorityQueue<WitnessItem>>,
                 Ok((w, lease))
             });
             let (id, k) = (c.id, c.k);
+            let urgent = out.urgent_from.is_some_and(|u| c.priority >= u);
             match made {
-                Ok((w, lease)) => st.forward(&tx, MatvecItem { c, w, lease }, id, k),
+                Ok((w, lease)) if urgent => match evaluate(&st, &lane, &c, &w, out.place) {
+                    Ok(eval) => st.forward(&out.urgent, ProveItem { c, w, eval, lease }, id, k),
+                    Err(e) => st.done(id, k, Err(e)),
+                },
+                Ok((w, lease)) => st.forward(&out.matvec, MatvecItem { c, w, lease }, id, k),
                 Err(e) => st.done(id, k, Err(e)),
             }
         }
     })
+}
+
+/// a, b, c of a partition on the host (traced as `mat-vec` on `lane`), or `None` when the
+/// backend evaluates the matrices itself.
+fn evaluate(st: &Stage, lane: &str, c: &Carry, w: &WitnessCs, place: MatVecPlace) -> Result<Option<Evaluations>, PipelineError> {
+    match place {
+        MatVecPlace::Backend => Ok(None),
+        _ => st.trace.record("mat-vec", c.id, c.k, lane, "", || {
+            guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
+        }),
+    }
 }
 
 /// Mat-vec: a, b, c on the host, unless the backend evaluates the matrices itself.
@@ -560,12 +628,7 @@ fn matvec_stage(st: Stage, mi: usize, rx: Receiver<MatvecItem>, tx: Sender<Prove
             if st.skipped(&c) {
                 continue;
             }
-            let eval = match matvec {
-                MatVecPlace::Backend => Ok(None),
-                _ => st.trace.record("mat-vec", c.id, c.k, &lane, "", || {
-                    guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
-                }),
-            };
+            let eval = evaluate(&st, &lane, &c, &w, matvec);
             let (id, k) = (c.id, c.k);
             match eval {
                 Ok(eval) => st.forward(&tx, ProveItem { c, w, eval, lease }, id, k),
@@ -578,7 +641,8 @@ fn matvec_stage(st: Stage, mi: usize, rx: Receiver<MatvecItem>, tx: Sender<Prove
 /// One prover thread's device and settings.
 struct Prover {
     dev: Device,
-    index: usize,
+    /// Its number on the device, or `urgent`.
+    index: String,
     mode: MsmMode,
     stats: Arc<Stats>,
     /// The CPU backend a failed device's partition is retried on (`RetryOnCpu`).
@@ -616,14 +680,28 @@ fn retried_on_cpu(e: &PipelineError) -> bool {
     matches!(e, PipelineError::Device(_) | PipelineError::Panic { stage: "prove", .. })
 }
 
-/// Prove: the Groth16 proof of each partition on this thread's device.
-fn prove_stage(st: Stage, prover: Prover, rx: Receiver<ProveItem>) -> StageFn {
+/// The next partition for a prover: an urgent one first, else whichever comes first of the
+/// urgent channel and `normal` (`None`: the thread serves only urgent work); `None` once
+/// every channel it serves is closed and empty (the mat-vec and witness threads, which hold
+/// both senders, are gone).
+fn next_item(urgent: &Receiver<ProveItem>, normal: Option<&Receiver<ProveItem>>) -> Option<ProveItem> {
+    let Some(normal) = normal else { return urgent.recv().ok() };
+    crossbeam_channel::select_biased! {
+        recv(urgent) -> item => item.ok().or_else(|| normal.recv().ok()),
+        recv(normal) -> item => item.ok().or_else(|| urgent.recv().ok()),
+    }
+}
+
+/// Prove: the Groth16 proof of each partition on this thread's device, its device calls made
+/// at the partition's job priority (see `cuzk_core::priority`).
+fn prove_stage(st: Stage, prover: Prover, urgent: Receiver<ProveItem>, normal: Option<Receiver<ProveItem>>) -> StageFn {
     Box::new(move || {
         let lane = format!("prove-{}-{}", prover.dev.name, prover.index);
-        for ProveItem { c, w, eval, mut lease } in rx {
+        while let Some(ProveItem { c, w, eval, mut lease }) = next_item(&urgent, normal.as_ref()) {
             if st.skipped(&c) {
                 continue;
             }
+            let _priority = c.priority.enter();
             let result = prover.prove(&st.trace, &lane, &c, &w, eval);
             // a, b, c were consumed (and freed) by the prover; the witness goes now.
             lease.release(c.ws.abc);

@@ -11,37 +11,9 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-/// How urgent a job is (the daemon maps Curio's wire priorities onto these).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Priority {
-    /// Background work.
-    Low,
-    /// PoRep, SnapDeals.
-    #[default]
-    Normal,
-    /// WindowPoSt.
-    High,
-    /// WinningPoSt: a block reward is lost if it is late.
-    Critical,
-}
-
-impl Priority {
-    fn level(self) -> u64 {
-        self as u64
-    }
-
-    /// This priority after waiting `waited`, aged one level per `aging` up to `High`
-    /// (`Critical` stays itself; nothing else becomes it).
-    pub fn aged(self, waited: Duration, aging: Duration) -> u64 {
-        if self >= Priority::High || aging.is_zero() {
-            return self.level();
-        }
-        let steps = (waited.as_nanos() / aging.as_nanos()).min(u64::MAX as u128) as u64;
-        (self.level().saturating_add(steps)).min(Priority::High.level())
-    }
-}
+/// How urgent a job is: `cuzk-core`'s level, so that the device lock orders a prover's calls
+/// by the same priority its job was queued at (see [`cuzk_core::priority`]).
+pub use cuzk_core::priority::Priority;
 
 struct Entry<T> {
     priority: Priority,
@@ -80,7 +52,8 @@ impl<T> PriorityQueue<T> {
         let mut s = self.lock();
         s.items.push(Entry { priority, since: Instant::now(), seq: order, item });
         drop(s);
-        self.ready.notify_one();
+        // Every waiter: a filtered one (`pop_at_least`) may not take this item.
+        self.ready.notify_all();
     }
 
     /// No more pushes will come: once empty, [`Self::pop`] returns `None` to every caller.
@@ -92,9 +65,15 @@ impl<T> PriorityQueue<T> {
     /// The item to serve now — highest aged priority, then earliest pushed — waiting for one;
     /// `None` once the queue is closed and empty.
     pub fn pop(&self) -> Option<T> {
+        self.pop_at_least(Priority::Low)
+    }
+
+    /// [`Self::pop`] among the items queued at `min` or above (their own priority, not aged):
+    /// what a worker reserved for urgent work takes.
+    pub fn pop_at_least(&self, min: Priority) -> Option<T> {
         let mut s = self.lock();
         loop {
-            if let Some(at) = self.best(&s.items, Instant::now()) {
+            if let Some(at) = self.best(&s.items, Instant::now(), min) {
                 return Some(s.items.swap_remove(at).item);
             }
             if s.closed {
@@ -114,9 +93,9 @@ impl<T> PriorityQueue<T> {
         self.len() == 0
     }
 
-    fn best(&self, items: &[Entry<T>], now: Instant) -> Option<usize> {
+    fn best(&self, items: &[Entry<T>], now: Instant, min: Priority) -> Option<usize> {
         let rank = |e: &Entry<T>| (e.priority.aged(now.duration_since(e.since), self.aging), std::cmp::Reverse(e.seq));
-        (0..items.len()).max_by_key(|&i| rank(&items[i]))
+        (0..items.len()).filter(|&i| items[i].priority >= min).max_by_key(|&i| rank(&items[i]))
     }
 }
 
@@ -138,12 +117,9 @@ mod tests {
 
     #[test]
     fn waiting_work_ages_up_to_high_but_never_to_critical() {
+        // The ageing rule itself is tested with `Priority::aged` in cuzk-core; here, the queue
+        // serves by it.
         let aging = Duration::from_millis(40);
-        assert_eq!(Priority::Low.aged(Duration::from_millis(39), aging), Priority::Low.level());
-        assert_eq!(Priority::Low.aged(Duration::from_millis(80), aging), Priority::High.level());
-        assert_eq!(Priority::Low.aged(Duration::from_secs(3600), aging), Priority::High.level());
-        assert_eq!(Priority::Critical.aged(Duration::ZERO, aging), Priority::Critical.level());
-
         let q = PriorityQueue::new(aging);
         q.push(Priority::Low, 0, "old low");
         std::thread::sleep(Duration::from_millis(90));
@@ -172,5 +148,36 @@ mod tests {
         got.sort();
         assert_eq!(got, [None, None, Some(7)]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_reserved_worker_takes_only_work_queued_urgent_and_is_woken_for_it() {
+        use std::sync::mpsc::channel;
+        let wait = Duration::from_secs(5);
+        // Each worker reports what it took on a channel, so a lost wake-up fails, not hangs.
+        let worker = |q: &Arc<PriorityQueue<&'static str>>, min: Priority| {
+            let (tx, rx) = channel();
+            let q = q.clone();
+            std::thread::spawn(move || tx.send(q.pop_at_least(min)).unwrap());
+            rx
+        };
+        // A Low item aged past High is still Low to a reserved worker: its own priority counts.
+        let q = Arc::new(PriorityQueue::new(Duration::from_millis(1)));
+        q.push(Priority::Low, 0, "sector");
+        std::thread::sleep(Duration::from_millis(10));
+        let reserved = worker(&q, Priority::High);
+        assert!(reserved.recv_timeout(Duration::from_millis(50)).is_err(), "the reserved worker took Low work");
+        q.push(Priority::Critical, 1, "winning");
+        assert_eq!(reserved.recv_timeout(wait).unwrap(), Some("winning"));
+        assert_eq!(q.pop(), Some("sector"));
+        // Both kinds of worker asleep on the queue: a Low push must reach the plain one even
+        // when the reserved one is woken too, and a High push then reaches the reserved one.
+        let q = Arc::new(PriorityQueue::new(Duration::ZERO));
+        let (plain, reserved) = (worker(&q, Priority::Low), worker(&q, Priority::High));
+        std::thread::sleep(Duration::from_millis(30));
+        q.push(Priority::Low, 2, "sector 2");
+        assert_eq!(plain.recv_timeout(wait).unwrap(), Some("sector 2"), "the plain worker was not woken");
+        q.push(Priority::High, 3, "window");
+        assert_eq!(reserved.recv_timeout(wait).unwrap(), Some("window"));
     }
 }

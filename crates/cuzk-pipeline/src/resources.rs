@@ -63,10 +63,23 @@ pub fn shared_pce<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<(Arc<Pr
 /// The process-wide parameters of `key`: checked and loaded once (traced as `load-params`
 /// on `tracer` when this call loads them), then shared.
 pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
+    params_from(kind, key, None, tracer)
+}
+
+/// [`shared_params`], loading from `path` when the caller has already looked it up.
+fn params_from<K: ProofKind>(
+    kind: &K,
+    key: &K::CircuitKey,
+    path: Option<PathBuf>,
+    tracer: &StageTracer,
+) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
     let id = kind.circuit_id(key);
     PARAMS.get_or_init(&id.identity, || {
         // Looked up only when they are not resident: a loaded set needs no files.
-        let path = kind.params_path(key).map_err(|e| request_error(kind, e))?;
+        let path = match path {
+            Some(p) => p,
+            None => kind.params_path(key).map_err(|e| request_error(kind, e))?,
+        };
         let (params, _) = tracer
             .stage("load-params", || cuzk_core::params::load_params(&path))
             .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })?;
@@ -74,10 +87,15 @@ pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &Stage
     })
 }
 
-/// `key`'s PCE and parameters, loading what is not resident yet.
+/// `key`'s PCE and parameters, loading what is not resident yet. Missing parameter files
+/// are reported before a PCE is extracted (minutes at 32 GiB) that could not be used.
 pub fn shared<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<Resident, PipelineError> {
+    let path = match PARAMS.get(&kind.circuit_id(key).identity) {
+        Some(_) => None,
+        None => Some(kind.params_path(key).map_err(|e| request_error(kind, e))?),
+    };
     let (pce, _) = shared_pce(kind, key)?;
-    let params = shared_params(kind, key, &StageTracer::new())?;
+    let params = params_from(kind, key, path, &StageTracer::new())?;
     Ok(Resident { pce, params })
 }
 

@@ -5,7 +5,8 @@
 //! caught and nothing is returned; partitions of several proofs really overlap; shutdown with
 //! queued work answers every ticket; an injected device failure fails its proof or is proved
 //! again on the CPU, as configured, and so is a panic on the device; corrupted evaluations and
-//! MSM results are caught by verification.
+//! MSM results are caught by verification; a CRITICAL job takes the device from a running LOW
+//! partition at its next call boundary.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -454,4 +455,149 @@ fn an_urgent_job_is_parsed_while_a_slow_parse_runs_and_equal_priorities_keep_sub
     let order: Vec<(u64, usize)> = witness.iter().map(|e| (e.proof, e.partition)).collect();
     let want: Vec<(u64, usize)> = [ids.0, ids.1].into_iter().flat_map(|p| (0..3).map(move |k| (p, k))).collect();
     assert_eq!(order, want);
+}
+
+/// The pre-emption test's "device": the CPU backend behind a priority-ordered
+/// [`cuzk_core::device_lock::DeviceLock`] taken once per MSM, bitmap sum, NTT and mat-vec, as
+/// the CUDA backend takes its own, with the overlapped schedule on (four threads of a
+/// partition queue on the lock, as on a GPU). Under the lock it records every call with the
+/// calling thread's priority. On the LOW job's `GATE`th call it keeps the lock until a
+/// CRITICAL thread and another LOW thread wait for it (at most 20 s), so that who goes next is
+/// the lock's decision.
+mod gated {
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use cuzk_core::backend::cpu::CpuBackend;
+    use cuzk_core::backend::{Backend, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind};
+    use cuzk_core::device_lock::DeviceLock;
+    use cuzk_pipeline::Priority;
+
+    pub const GATE: usize = 3;
+
+    #[derive(Default)]
+    pub struct GatedDevice {
+        cpu: CpuBackend,
+        lock: DeviceLock<()>,
+        calls: Mutex<Vec<(Priority, &'static str)>>,
+        /// The priorities of the threads waiting for the lock.
+        wanting: Mutex<Vec<Priority>>,
+        changed: Condvar,
+    }
+
+    impl GatedDevice {
+        pub fn calls(&self) -> Vec<(Priority, &'static str)> {
+            self.calls.lock().unwrap().clone()
+        }
+
+        fn want(&self, p: Priority, waits: bool) {
+            let mut w = self.wanting.lock().unwrap();
+            if waits {
+                w.push(p);
+            } else if let Some(i) = w.iter().position(|q| *q == p) {
+                w.swap_remove(i);
+            }
+            self.changed.notify_all();
+        }
+
+        fn call<R>(&self, what: &'static str, f: impl FnOnce() -> R) -> R {
+            let p = Priority::current();
+            self.want(p, true);
+            let _device = self.lock.lock();
+            self.want(p, false);
+            let lows = {
+                let mut calls = self.calls.lock().unwrap();
+                calls.push((p, what));
+                calls.iter().filter(|c| c.0 == Priority::Low).count()
+            };
+            if p == Priority::Low && lows == GATE {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let mut w = self.wanting.lock().unwrap();
+                while !(w.contains(&Priority::Critical) && w.contains(&Priority::Low)) && Instant::now() < deadline {
+                    w = self.changed.wait_timeout(w, Duration::from_millis(100)).unwrap().0;
+                }
+            }
+            f()
+        }
+    }
+
+    impl Msm<G1Affine> for GatedDevice {
+        fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
+            self.call("msm g1", || Msm::<G1Affine>::msm(&self.cpu, bases, scalars))
+        }
+        fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
+            self.call("sum g1", || Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices))
+        }
+    }
+    impl Msm<G2Affine> for GatedDevice {
+        fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
+            self.call("msm g2", || Msm::<G2Affine>::msm(&self.cpu, bases, scalars))
+        }
+        fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
+            self.call("sum g2", || Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices))
+        }
+    }
+    impl Ntt for GatedDevice {
+        fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+            self.call("ntt", || self.cpu.ntt(data, kind))
+        }
+    }
+    impl MatVec for GatedDevice {
+        fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+            self.call("mat-vec", || self.cpu.mat_vec(m, inputs, aux))
+        }
+    }
+    impl Backend for GatedDevice {
+        fn name(&self) -> &str {
+            "gated"
+        }
+        fn overlap_h(&self) -> bool {
+            true
+        }
+    }
+}
+
+#[test]
+fn a_critical_job_takes_the_device_at_the_next_call_boundary_of_a_running_low_partition() {
+    use cuzk_pipeline::{Device, Priority};
+    let f = fixture();
+    let dev = Arc::new(gated::GatedDevice::default());
+    let mut cfg = Config::cpu(2, roomy());
+    cfg.devices = vec![Device { name: "gated".into(), backend: dev.clone() }];
+    assert_eq!((cfg.provers_per_device, cfg.urgent_from), (1, Some(Priority::High)), "one prover per device, urgent lane on by default");
+    let engine = Engine::start(cfg).unwrap();
+    let low = engine.submit_at(job(&f, &rs(1, 1), None, None), Priority::Low).unwrap();
+    // The LOW partition is on the device (held at its GATE-th call) ...
+    let start = std::time::Instant::now();
+    while dev.calls().len() < gated::GATE {
+        assert!(start.elapsed() < Duration::from_secs(60), "the LOW partition never reached the device");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // ... when a CRITICAL job arrives; the only ordinary prover is busy.
+    let critical = engine.submit_at(job(&f, &rs(2, 1), None, None), Priority::Critical).unwrap();
+    let ids = (low.id, critical.id);
+    let (c, l) = (critical.wait(), low.wait());
+    assert_eq!(c.result.unwrap(), reference(&f, &rs(2, 1)), "pre-emption must not change a proof");
+    assert_eq!(l.result.unwrap(), reference(&f, &rs(1, 1)), "pre-emption must not change a proof");
+
+    let calls = dev.calls();
+    let tags: Vec<String> = calls.iter().map(|(p, what)| format!("{p:?} {what}")).collect();
+    assert!(
+        calls.iter().all(|(p, _)| matches!(p, Priority::Low | Priority::Critical)),
+        "every device call is made at its job's priority, helper threads included: {tags:?}"
+    );
+    let first_critical = calls.iter().position(|(p, _)| *p == Priority::Critical).expect("critical calls");
+    assert_eq!(
+        first_critical,
+        gated::GATE,
+        "the CRITICAL job's first call comes at the LOW partition's next boundary, before the LOW calls already waiting: {tags:?}"
+    );
+    let low_after = calls[first_critical..].iter().filter(|(p, _)| *p == Priority::Low).count();
+    assert!(low_after > 0, "the LOW partition was mid-way when it was pre-empted: {tags:?}");
+    let prove_lanes: Vec<(u64, String)> =
+        engine.trace().events().into_iter().filter(|e| e.stage == "prove").map(|e| (e.proof, e.lane)).collect();
+    assert!(prove_lanes.contains(&(ids.1, "prove-gated-urgent".into())), "{prove_lanes:?}");
+    assert!(prove_lanes.contains(&(ids.0, "prove-gated-0".into())), "{prove_lanes:?}");
+    assert_eq!(engine.budget().in_use(), 0);
 }

@@ -5,7 +5,7 @@
 //! parameters are looked up or loaded.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bellperson::groth16::{self, Proof};
@@ -42,6 +42,9 @@ struct Toy {
     params: PathBuf,
     pce_dir: PathBuf,
     params_lookups: AtomicUsize,
+    /// Set: `params_path` answers that the parameter files are missing.
+    params_missing: AtomicBool,
+    extractions: AtomicUsize,
 }
 
 impl Toy {
@@ -51,7 +54,14 @@ impl Toy {
         let (params, _) = generate_for(circuit.clone(), &Secrets::random(&mut ChaCha8Rng::seed_from_u64(seed))).unwrap();
         let path = dir.join(format!("toy-{seed}-{steps}.params"));
         cuzk_core::params::write_params(&path, &params).unwrap();
-        Toy { circuit, params: path, pce_dir: dir.join("pce"), params_lookups: AtomicUsize::new(0) }
+        Toy {
+            circuit,
+            params: path,
+            pce_dir: dir.join("pce"),
+            params_lookups: AtomicUsize::new(0),
+            params_missing: AtomicBool::new(false),
+            extractions: AtomicUsize::new(0),
+        }
     }
 
     fn verifies(&self, bytes: &[u8]) -> bool {
@@ -80,10 +90,14 @@ impl ProofKind for Toy {
         CircuitId { name: format!("toy-{seed}-{steps}"), identity: format!("cuzk-test-toy|seed={seed}|steps={steps}") }
     }
     fn extract_pce(&self, _: &(u64, usize)) -> Result<PreCompiledCircuit, ToyError> {
+        self.extractions.fetch_add(1, Ordering::Relaxed);
         Ok(cuzk_pce::extract(self.circuit.clone())?)
     }
     fn params_path(&self, _: &(u64, usize)) -> Result<PathBuf, ToyError> {
         self.params_lookups.fetch_add(1, Ordering::Relaxed);
+        if self.params_missing.load(Ordering::Relaxed) {
+            return Err(ToyError::Refused("no parameter files for this circuit".into()));
+        }
         Ok(self.params.clone())
     }
     fn pce_cache_dir(&self) -> &Path {
@@ -160,4 +174,17 @@ fn a_refused_request_loads_nothing_and_names_its_kind_and_reason() {
     let (pce, params) = resources::resident(&kind.circuit_id(&(6, 120)));
     assert!(pce.is_none() && params.is_none(), "nothing may be loaded for a refused request");
     engine.shutdown();
+}
+
+#[test]
+fn missing_parameters_are_reported_before_a_pce_is_extracted() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = Arc::new(Toy::new(dir.path(), 8, 150));
+    kind.params_missing.store(true, Ordering::Relaxed);
+    let engine = Engine::start(Config::cpu(1, 1 << 30)).unwrap();
+    let out = engine.submit(job(kind.clone(), Arc::new(ToyRequest { partitions: 1, valid: true }), JobOptions::default())).unwrap().wait();
+    engine.shutdown();
+    let e = out.result.expect_err("a circuit without parameters was proved").chain();
+    assert!(e.contains("no parameter files"), "{e}");
+    assert_eq!(kind.extractions.load(Ordering::Relaxed), 0, "a PCE was extracted for a circuit that has no parameters");
 }

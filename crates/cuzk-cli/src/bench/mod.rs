@@ -1,11 +1,13 @@
 //! The benchmarks behind `cuzk bench`: old vs new synthesis ([`pce`]), one full-size
 //! partition under random parameters ([`partition`]), old vs new path end to end and the
 //! 0/1-split MSM ([`prove`]), the pipeline engine over N sectors ([`pipeline`]), warm PoSt
-//! latency against filecoin-proofs' prover ([`post`]) and the daemon load test ([`daemon`]). They print and return figures; they prove nothing a user keeps.
+//! latency against filecoin-proofs' prover ([`post`]), WinningPoSt latency under PoRep load
+//! ([`post_load`]) and the daemon load test ([`daemon`]). They print and return figures; they prove nothing a user keeps.
 
 pub mod daemon;
 pub mod partition;
 pub mod pce;
 pub mod pipeline;
 pub mod post;
+pub mod post_load;
 pub mod prove;

@@ -1,5 +1,5 @@
-//! `cuzk bench partition`: one partition of a C1 proved at full size on one backend, for the
-//! sizes whose real parameters cannot be made here (32 GiB). The parameters are random points
+//! `cuzk bench partition`: one partition of a C1 or of a PoSt request proved at full size on
+//! one backend, for the sizes whose real parameters cannot be made here (32 GiB). The parameters are random points
 //! of exactly the layout the circuit needs ([`cuzk_core::random_srs`]), or a `.params` file;
 //! they can be written out so another prover (SupraSeal) runs on the very same SRS. The
 //! witness and the CPU mat-vec are computed once; the backend's own mat-vec is checked equal
@@ -21,18 +21,62 @@ use cuzk_core::groth16::{self, Evals, MsmMode, ProveTimings, Witness};
 use cuzk_core::mem::{self, cpu_seconds};
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::SectorIdentity;
+use cuzk_filecoin::post::{self, PostInput};
+use cuzk_pce::witness::WitnessCs;
+use cuzk_pce::PreCompiledCircuit;
 use ff::Field;
 use rand::SeedableRng;
 use serde::Serialize;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use cuzk_filecoin::porep::pce as porep;
 use cuzk_pce::prove::{densities, MatVecPlace};
 
+/// The partition measured: partition `partition` of a C1, or a PoSt request's one partition.
+pub enum Subject<'a> {
+    PoRep { c1: &'a C1, id: &'a SectorIdentity, partition: usize },
+    Post(&'a PostInput),
+}
+
+impl Subject<'_> {
+    /// The input's name, whether it is synthetic (its circuit unsatisfied), the partition.
+    fn describe(&self) -> (String, bool, usize) {
+        match self {
+            Subject::PoRep { c1, partition, .. } => (c1.path.display().to_string(), c1.synthetic, *partition),
+            Subject::Post(p) => (p.source.clone(), false, p.partition_index),
+        }
+    }
+
+    fn pce(&self) -> Result<Arc<PreCompiledCircuit>> {
+        let k = crate::context::kinds();
+        Ok(match self {
+            Subject::PoRep { c1, .. } => k.porep.shared_pce(c1.registered_proof)?.0,
+            Subject::Post(p) => k.post.shared_pce(p.registered_proof)?.0,
+        })
+    }
+
+    fn witness(&self, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+        Ok(match self {
+            Subject::PoRep { c1, id, partition } => {
+                porep::partition_witness(c1, id, pce, *partition, crate::context::kinds().porep.witness_mode())?
+            }
+            Subject::Post(p) => post::circuit::partition_witness(p, pce)?,
+        })
+    }
+
+    /// The official parameter file's path (its name is what `--write-params DIR` uses).
+    fn official_params(&self) -> Result<PathBuf> {
+        Ok(match self {
+            Subject::PoRep { c1, .. } => cuzk_filecoin::porep::params::ParamPaths::for_proof(c1.registered_proof)?.params,
+            Subject::Post(p) => post::circuit::param_paths(p.registered_proof)?.params,
+        })
+    }
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Options {
-    pub partition: usize,
     /// Proofs per mat-vec place (the first of each is cold).
     pub reps: usize,
     /// Where the mat-vec runs, in the order measured.
@@ -68,7 +112,8 @@ pub struct Run {
 /// The whole report.
 #[derive(Clone, Debug, Serialize)]
 pub struct PartitionBench {
-    pub c1: String,
+    /// The C1 or PoSt request file.
+    pub input: String,
     pub synthetic: bool,
     pub partition: usize,
     pub backend: String,
@@ -126,19 +171,19 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// Runs the benchmark; `stage_log` takes the backend's stage log (empty for the CPU).
 pub fn run(
-    c1: &C1,
-    id: &SectorIdentity,
+    subject: &Subject<'_>,
     backend: &dyn Backend,
     o: &Options,
     stage_log: &dyn Fn() -> Vec<(String, f64)>,
 ) -> Result<PartitionBench> {
     let t = Instant::now();
-    let (pce, _) = crate::context::kinds().porep.shared_pce(c1.registered_proof)?;
+    let (input, synthetic, partition) = subject.describe();
+    let pce = subject.pce()?;
     let pce_seconds = t.elapsed().as_secs_f64();
     tracing::info!(pce_seconds, constraints = pce.num_constraints, "PCE ready");
 
     let (t, cpu) = (Instant::now(), cpu_seconds());
-    let w = porep::partition_witness(c1, id, &pce, o.partition, crate::context::kinds().porep.witness_mode())?;
+    let w = subject.witness(&pce)?;
     let (witness_seconds, witness_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
     let (t, cpu) = (Instant::now(), cpu_seconds());
     let host = pce.evaluate(&w.inputs, &w.aux)?;
@@ -159,7 +204,7 @@ pub fn run(
     tracing::info!(srs_seconds, file_bytes = layout.file_bytes, "parameters ready ({srs_source})");
     let target = match &o.write_params {
         Some(dir) if dir.is_dir() => {
-            let official = cuzk_filecoin::porep::params::ParamPaths::for_proof(c1.registered_proof)?.params;
+            let official = subject.official_params()?;
             Some(dir.join(official.file_name().unwrap_or_default()))
         }
         other => other.clone(),
@@ -221,9 +266,9 @@ pub fn run(
         .map(|(matvec, overlap)| Median { matvec, overlap, seconds: warm(matvec, overlap) })
         .collect();
     Ok(PartitionBench {
-        c1: c1.path.display().to_string(),
-        synthetic: c1.synthetic,
-        partition: o.partition,
+        input,
+        synthetic,
+        partition,
         backend: backend.name().to_string(),
         threads: rayon::current_num_threads(),
         constraints: pce.num_constraints,

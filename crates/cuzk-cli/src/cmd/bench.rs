@@ -65,6 +65,96 @@ pub enum BenchCmd {
     /// filecoin-proofs' own prover on the same request (`cuzk gen-post` writes one), one
     /// warm-up each, then RUNS alternating pairs; medians and their ratio. Writes JSON with --json.
     Post(PostBenchArgs),
+    /// WinningPoSt latency while PoRep sectors prove on the same engine and device: a warm-up
+    /// of each, IDLE-REQUESTS on the idle engine, then REQUESTS one every INTERVAL-MS with two
+    /// PoRep sectors always in the engine; p50/p99/max per urgent-lane setting. Every
+    /// WinningPoSt proof is verified. Writes JSON with --json.
+    PostLoad(PostLoadArgs),
+}
+
+#[derive(Args)]
+pub struct PostLoadArgs {
+    /// The WinningPoSt request (`cuzk gen-post`, `--synthetic` at 32GiB).
+    #[arg(long)]
+    post: PathBuf,
+    /// The C1 whose sectors load the engine (a synthetic C1 needs --porep-no-verify).
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    sector: SectorArgs,
+    #[arg(long, default_value_t = 20)]
+    requests: usize,
+    #[arg(long, default_value_t = 5)]
+    idle_requests: usize,
+    /// Pause between one WinningPoSt's proof and the next request.
+    #[arg(long, default_value_t = 1000)]
+    interval_ms: u64,
+    /// PoRep partitions in witness synthesis at once.
+    #[arg(short = 'j', long = "jobs", default_value_t = 2)]
+    jobs: usize,
+    #[arg(long, default_value_t = 1)]
+    provers_per_device: usize,
+    /// Host byte budget in GiB (default: 80 % of MemAvailable).
+    #[arg(long)]
+    budget_gib: Option<f64>,
+    /// Urgent-lane settings to measure, in order (one engine each): on (an extra prover per
+    /// device for WinningPoSt/WindowPoSt, winning the device at the next MSM or NTT boundary),
+    /// off (they wait for a free prover).
+    #[arg(long, value_delimiter = ',', default_value = "on")]
+    urgent_lane: Vec<OnOff>,
+    /// Do not verify the PoRep proofs (required for a synthetic C1).
+    #[arg(long)]
+    porep_no_verify: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
+    use crate::bench::post_load::{run, LoadOptions};
+    let post = crate::cmd::post::load(&a.post)?;
+    anyhow::ensure!(
+        cuzk_filecoin::post::registry::is_winning(post.registered_proof),
+        "{}: a WinningPoSt request is needed",
+        a.post.display()
+    );
+    let (c1, identity) = load_input(&a.c1, &a.sector)?;
+    let porep = std::sync::Arc::new(cuzk_filecoin::porep::PorepInput { c1, identity });
+    let budget_bytes = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
+    let mut reports = Vec::new();
+    for lane in &a.urgent_lane {
+        let o = LoadOptions {
+            requests: a.requests,
+            idle_requests: a.idle_requests,
+            interval: std::time::Duration::from_millis(a.interval_ms),
+            jobs: a.jobs,
+            provers_per_device: a.provers_per_device,
+            budget_bytes,
+            urgent_lane: *lane == OnOff::On,
+            porep_verify: !a.porep_no_verify,
+        };
+        let device = crate::args::make_devices(a.backend)?.into_iter().next().context("no device")?;
+        let r = run(post.clone(), porep.clone(), device, &o)?;
+        println!(
+            "{} under {} sectors on {} (urgent lane {}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
+            r.registered_proof,
+            r.porep_c1,
+            r.backend,
+            on_off(r.urgent_lane),
+            r.idle_p50_s,
+            r.loaded_p50_s,
+            r.loaded_p99_s,
+            r.loaded_max_s,
+            r.loaded_s.len(),
+            r.porep_sector_s.iter().map(|s| (s * 100.0).round() / 100.0).collect::<Vec<_>>()
+        );
+        reports.push(r);
+    }
+    if let Some(p) = &a.json {
+        write_json(p, &reports)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args)]
@@ -109,6 +199,7 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::MsmSplit(a) => msm_split(a),
         BenchCmd::Params(a) => params(a),
         BenchCmd::Post(a) => post_bench(a),
+        BenchCmd::PostLoad(a) => post_load_bench(a),
     }
 }
 
@@ -270,8 +361,13 @@ fn witness(a: WitnessProfileArgs) -> Result<ExitCode> {
 
 #[derive(Args)]
 pub struct PartitionArgs {
+    /// The C1 whose partition to prove.
+    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    c1: Option<PathBuf>,
+    /// A PoSt request (`cuzk gen-post`, `--synthetic` at 32GiB) whose partition to prove
+    /// instead of a C1's.
     #[arg(long)]
-    c1: PathBuf,
+    post: Option<PathBuf>,
     #[command(flatten)]
     sector: SectorArgs,
     #[arg(long, value_enum, default_value = "auto")]
@@ -310,17 +406,39 @@ pub struct PartitionArgs {
 }
 
 fn partition(a: PartitionArgs) -> Result<ExitCode> {
-    let PartitionArgs { c1, sector, backend, partition, reps, matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, json } =
-        a;
-    let (c1, id) = load_input(&c1, &sector)?;
-    if c1.synthetic {
-        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
-    }
+    use crate::bench::partition::{Options, Subject};
+    let PartitionArgs {
+        c1,
+        post,
+        sector,
+        backend,
+        partition,
+        reps,
+        matvec,
+        overlap,
+        srs_seed,
+        params: params_in,
+        write_params,
+        rs_seed,
+        json,
+    } = a;
     let backend = make_backend(backend)?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
-    let o =
-        crate::bench::partition::Options { partition, reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
-    let r = crate::bench::partition::run(&c1, &id, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?;
+    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
+    let r = match (c1, post) {
+        (Some(c1), _) => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            if c1.synthetic {
+                println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
+            }
+            crate::bench::partition::run(&Subject::PoRep { c1: &c1, id: &id, partition }, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?
+        }
+        (None, Some(post)) => {
+            let input = crate::cmd::post::load(&post)?;
+            crate::bench::partition::run(&Subject::Post(&input), backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?
+        }
+        (None, None) => anyhow::bail!("--c1 or --post is required"),
+    };
     print_partition(&r);
     if let Some(path) = json {
         write_json(&path, &r)?;
@@ -336,7 +454,7 @@ fn print_partition(r: &PartitionBench) {
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     println!(
         "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
-        r.partition, r.c1, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
+        r.partition, r.input, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
     );
     println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
     println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);

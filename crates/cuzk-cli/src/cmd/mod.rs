@@ -14,4 +14,5 @@ pub mod pce;
 pub mod post;
 pub mod prove;
 pub mod selftest;
+pub mod update;
 pub mod verify;

@@ -1,4 +1,4 @@
-//! `cuzk params`: Groth16 parameter files of a sector size (or of a PoSt proof) made (insecure test parameters),
+//! `cuzk params`: Groth16 parameter files of a sector size (or of a PoSt or update proof) made (insecure test parameters),
 //! checked or located. [`ensure_params`] is shared with `demo`. It must not know proving.
 
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use cuzk_filecoin::porep::params::ParamPaths;
 use cuzk_filecoin::porep::test_params::Ensured;
 use cuzk_filecoin::porep::RegisteredSealProof;
 use cuzk_filecoin::post::{circuit, registry};
+use cuzk_filecoin::update;
 
 use crate::args::proof_for;
 use crate::context::{kinds, rayon_threads};
@@ -18,16 +19,23 @@ use crate::context::{kinds, rayon_threads};
 #[derive(clap::Args)]
 pub struct Which {
     /// The sector size of the PoRep parameters (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
-    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    #[arg(long, required_unless_present_any = ["post", "update"], conflicts_with_all = ["post", "update"])]
     sector_size: Option<String>,
     /// Instead, the parameters of this registered PoSt proof, by its lotus number (0–4
     /// WinningPoSt 2KiB…64GiB, 5–9 WindowPoSt V1, 10–14 WindowPoSt V1_1 as lotus names them).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "update")]
     post: Option<u64>,
+    /// Instead, the parameters of this registered update proof (SnapDeals), by its lotus
+    /// number (0–4: 2KiB…64GiB); their files are named after the update circuit.
+    #[arg(long)]
+    update: Option<u64>,
 }
 
 impl Which {
     fn paths(&self) -> Result<ParamPaths> {
+        if let Some(n) = self.update {
+            return Ok(update::circuit::param_paths(update::registry::from_number(n)?)?);
+        }
         match (&self.sector_size, self.post) {
             (_, Some(n)) => Ok(circuit::param_paths(registry::from_number(n)?)?),
             (Some(size), None) => Ok(ParamPaths::for_proof(proof_for(size)?)?),
@@ -60,14 +68,19 @@ pub enum ParamsCmd {
 
 pub fn run(p: ParamsCmd) -> Result<ExitCode> {
     match p {
-        ParamsCmd::Ensure { which, seed } => match (which.post, &which.sector_size) {
-            (Some(n), _) => {
+        ParamsCmd::Ensure { which, seed } => match (which.update, which.post, &which.sector_size) {
+            (Some(n), _, _) => {
+                let rp = update::registry::from_number(n)?;
+                report(&which.paths()?, kinds().update.ensure_test_params(rp, seed)?);
+                Ok(ExitCode::SUCCESS)
+            }
+            (None, Some(n), _) => {
                 let rp = registry::from_number(n)?;
                 report(&which.paths()?, kinds().post.ensure_test_params(rp, seed)?);
                 Ok(ExitCode::SUCCESS)
             }
-            (None, Some(size)) => ensure_params(proof_for(size)?, seed).map(|()| ExitCode::SUCCESS),
-            (None, None) => anyhow::bail!("--sector-size or --post is required"),
+            (None, None, Some(size)) => ensure_params(proof_for(size)?, seed).map(|()| ExitCode::SUCCESS),
+            (None, None, None) => anyhow::bail!("--sector-size, --post or --update is required"),
         },
         ParamsCmd::Check { which } => {
             let paths = which.paths()?;

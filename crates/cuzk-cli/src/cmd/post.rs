@@ -12,12 +12,12 @@ use cuzk_core::atomic::write_atomically;
 use cuzk_filecoin::porep::sector;
 use cuzk_filecoin::post::fixture::SealedSectors;
 use cuzk_filecoin::post::{circuit, PostInput};
-use cuzk_pipeline::{Config, Device, Engine, JobOptions};
+use cuzk_pipeline::JobOptions;
 use rand::{RngCore, SeedableRng};
 
-use crate::args::{make_backend, EngineArgs};
+use crate::args::EngineArgs;
 use crate::context::kinds;
-use crate::engine_run::PartitionWatch;
+use crate::engine_run::prove_job;
 use crate::input::write_json;
 
 #[derive(Args)]
@@ -35,19 +35,25 @@ pub struct GenPostArgs {
     /// Output directory: `winning.json` and `window-<partition>.json`.
     #[arg(long)]
     out: PathBuf,
+    /// Seal nothing: each sector is a sparse Merkle tree with random leaves at the challenged
+    /// positions and zero elsewhere, so any sector size (32GiB, 64GiB) takes seconds. The
+    /// requests pass the vanilla check and their proofs verify like a real sector's; for
+    /// benchmarks (`bench post`) at sizes that cannot be sealed here.
+    #[arg(long)]
+    synthetic: bool,
 }
 
 pub fn gen(a: GenPostArgs) -> Result<ExitCode> {
     let size = sector::parse_sector_size(&a.sector_size)?;
     anyhow::ensure!(a.sectors > 0, "--sectors must be at least 1");
     std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
+    let randomness = randomness(a.seed);
+    if a.synthetic {
+        return gen_synthetic(&a, size, randomness);
+    }
     let work = tempfile::Builder::new().prefix("cuzk-gen-post-").tempdir().context("creating a work directory")?;
     tracing::info!(sectors = a.sectors, size = %sector::size_name(size), "sealing");
     let sealed = SealedSectors::seal(size, a.sectors, a.miner_id, a.seed, work.path())?;
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(a.seed ^ 0x9057);
-    let mut randomness = [0u8; 32];
-    rng.fill_bytes(&mut randomness);
-    randomness[31] &= 0x3f;
     let winning = sealed.winning_post(randomness)?;
     write_request(&a.out.join("winning.json"), &winning)?;
     let per_partition = circuit::shape(winning_window(size)?)?.sectors_per_partition;
@@ -59,6 +65,31 @@ pub fn gen(a: GenPostArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The chain randomness of `seed`: 32 bytes that are a field element, as the chain's are.
+fn randomness(seed: u64) -> [u8; 32] {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ 0x9057);
+    let mut randomness = [0u8; 32];
+    rng.fill_bytes(&mut randomness);
+    randomness[31] &= 0x3f;
+    randomness
+}
+
+/// `gen-post --synthetic`: the same files, from sparse trees instead of sealed sectors.
+fn gen_synthetic(a: &GenPostArgs, size: u64, randomness: [u8; 32]) -> Result<ExitCode> {
+    use cuzk_filecoin::post::{registry, synthetic};
+    let started = std::time::Instant::now();
+    let winning = synthetic::winning_post(registry::for_size(size, true)?, a.miner_id, randomness, a.seed)?;
+    write_request(&a.out.join("winning.json"), &winning)?;
+    let rp = winning_window(size)?;
+    let partitions = (a.sectors as u64).div_ceil(circuit::shape(rp)?.sectors_per_partition as u64);
+    for k in 0..partitions as usize {
+        let window = synthetic::window_post(rp, a.miner_id, randomness, a.sectors as u64, k, a.seed)?;
+        write_request(&a.out.join(format!("window-{k}.json")), &window)?;
+    }
+    tracing::info!(seconds = started.elapsed().as_secs_f64(), "synthetic PoSt requests written");
+    Ok(ExitCode::SUCCESS)
+}
+
 fn winning_window(size: u64) -> Result<cuzk_filecoin::post::RegisteredPoStProof> {
     Ok(cuzk_filecoin::post::registry::for_size(size, false)?)
 }
@@ -66,7 +97,7 @@ fn winning_window(size: u64) -> Result<cuzk_filecoin::post::RegisteredPoStProof>
 fn write_request(path: &Path, input: &PostInput) -> Result<()> {
     write_json(path, &input.to_file())?;
     println!(
-        "wrote {} ({:?}, partition {}, sectors {:?})",
+        "wrote {} ({:?}, partition {}, sectors {})",
         path.display(),
         input.registered_proof,
         input.partition_index,
@@ -75,8 +106,13 @@ fn write_request(path: &Path, input: &PostInput) -> Result<()> {
     Ok(())
 }
 
-fn sector_numbers(input: &PostInput) -> Vec<u64> {
-    input.sectors.iter().map(|(n, _)| *n).collect()
+/// The request's sector numbers, shortened to a range when there are many.
+fn sector_numbers(input: &PostInput) -> String {
+    let n: Vec<u64> = input.sectors.iter().map(|(n, _)| *n).collect();
+    match n.as_slice() {
+        [first, .., last] if n.len() > 8 => format!("{first}..={last} ({})", n.len()),
+        _ => format!("{n:?}"),
+    }
 }
 
 /// Reads a PoSt request file and runs its checks (the vanilla proofs verified) before any
@@ -91,18 +127,10 @@ pub fn load(path: &Path) -> Result<PostInput> {
 /// Proves the PoSt request in `path` on the engine and writes the proof to `out` (verified
 /// first with the official verifier unless `verify` is off).
 pub fn prove_file(path: &Path, out: &Path, engine: &EngineArgs, verify: bool) -> Result<()> {
-    anyhow::ensure!(engine.engine == crate::args::Engine::Pce, "--post proves on the pipeline engine only (--engine pce)");
     let input = Arc::new(load(path)?);
-    let backend = make_backend(engine.backend)?;
-    let mut cfg = Config::cpu(1, cuzk_pipeline::budget::default_budget());
-    cfg.devices = vec![Device { name: backend.name().to_string(), backend }];
-    let engine = Engine::start(cfg)?;
-    let watch = PartitionWatch::start(engine.trace().clone(), "proving PoSt", 1);
     let started = std::time::Instant::now();
-    let done = engine.submit(kinds().post.job(input.clone(), JobOptions { randomness: None, verify }))?.wait();
-    drop(watch);
-    engine.shutdown();
-    let proof = done.result.map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.chain()))?;
+    let job = kinds().post.job(input.clone(), JobOptions { randomness: None, verify });
+    let (proof, verified) = prove_job(engine, "proving PoSt", 1, job).with_context(|| path.display().to_string())?;
     write_atomically(out, |w| w.write_all(&proof))?;
     let verifier =
         if cuzk_filecoin::post::registry::is_winning(input.registered_proof) { "verify_winning_post" } else { "verify_window_post" };
@@ -113,7 +141,7 @@ pub fn prove_file(path: &Path, out: &Path, engine: &EngineArgs, verify: bool) ->
         input.registered_proof,
         input.partition_index,
         started.elapsed().as_secs_f64(),
-        if done.verified { format!(", verified with {verifier}") } else { ", NOT verified (--no-verify)".into() }
+        if verified { format!(", verified with {verifier}") } else { ", NOT verified (--no-verify)".into() }
     );
     Ok(())
 }

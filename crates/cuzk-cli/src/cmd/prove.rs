@@ -23,14 +23,20 @@ use crate::input::{load_input, write_trace};
 pub struct ProveArgs {
     /// The C1 output (lotus/filecoin-ffi JSON or filecoin-proofs' plain JSON); repeat the flag
     /// (or list several files) to prove several sectors through the pipeline.
-    #[arg(long, required_unless_present = "post", conflicts_with = "post", num_args = 1..)]
+    #[arg(long, required_unless_present_any = ["post", "update"], conflicts_with_all = ["post", "update"], num_args = 1..)]
     c1: Vec<PathBuf>,
     /// A PoSt request instead of a C1: a JSON file with the registered PoSt proof (lotus
     /// number: 0–4 WinningPoSt, 5–14 WindowPoSt), miner id, randomness, partition index and
     /// one base64 vanilla proof per sector, as `cuzk gen-post` writes and Curio sends. The
     /// proof (192 bytes) is checked with verify_winning_post / verify_window_post.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "update")]
     post: Option<PathBuf>,
+    /// A SnapDeals request instead of a C1: a JSON file with the registered update proof
+    /// (lotus number 0–4), comm_r_old, comm_r_new, comm_d_new (hex) and one base64 partition
+    /// proof per partition, as `cuzk gen-update` writes and Curio sends. The proof (192 bytes
+    /// per partition) is checked with verify_empty_sector_update_proof.
+    #[arg(long)]
+    update: Option<PathBuf>,
     /// Where to write the proof bytes (written atomically, only once verified): a file for one
     /// C1; a directory for several (one `<k>-<c1 file stem>.proof` per input).
     #[arg(long)]
@@ -57,6 +63,9 @@ pub struct ProveArgs {
 pub fn run(a: ProveArgs) -> Result<ExitCode> {
     if let Some(post) = &a.post {
         return crate::cmd::post::prove_file(post, &a.out, &a.engine, !a.no_verify).map(|()| ExitCode::SUCCESS);
+    }
+    if let Some(update) = &a.update {
+        return crate::cmd::update::prove_file(update, &a.out, &a.engine, !a.no_verify).map(|()| ExitCode::SUCCESS);
     }
     if a.c1.len() > 1 {
         return prove_many(&a).map(|()| ExitCode::SUCCESS);

@@ -16,7 +16,9 @@ use super::registry;
 use crate::porep::params::ParamPaths;
 use crate::{Error, Result};
 use cuzk_pce::cache;
+use cuzk_pce::witness::{split_witness, Piece};
 use cuzk_pce::PreCompiledCircuit;
+use cuzk_witness::WitnessCs;
 
 /// The circuit crates whose code defines the PoSt topology (checked against Cargo.lock by a
 /// test, so a dependency bump changes the identity and invalidates old caches).
@@ -125,6 +127,36 @@ pub fn checked_circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Re
     let partition = vanilla_partition::<Tree>(input, &d)?;
     super::input::verify_vanilla(input, &d, &partition)?;
     build(input, &d, &partition)
+}
+
+/// The witness of `input`'s partition for `pce`, after the deep check, as the engine's parse
+/// stage computes it (the circuit's own gadgets through a witness-only constraint system).
+pub fn partition_witness(input: &PostInput, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+    with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce)
+}
+
+fn witness_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
+    sector_split_witness(checked_circuit::<Tree>(input)?, pce)
+}
+
+/// The witness of `circuit` for `pce`, one piece per sector (WinningPoSt: per challenge)
+/// computed in parallel and joined in allocation order (`cuzk_pce::witness::split_witness`).
+/// The sectors share nothing but the constant ONE, so this is the circuit's own witness value
+/// for value (a test compares it with `cuzk_pce::witness::checked_witness`); the join checks every count.
+pub fn sector_split_witness<Tree: 'static + MerkleTreeTrait>(
+    circuit: FallbackPoStCircuit<Tree>,
+    pce: &PreCompiledCircuit,
+) -> Result<WitnessCs> {
+    use bellperson::Circuit;
+    let FallbackPoStCircuit { prover_id, sectors } = circuit;
+    let pieces: Vec<Piece> = sectors
+        .into_iter()
+        .map(|sector| {
+            let one = FallbackPoStCircuit::<Tree> { prover_id, sectors: vec![sector] };
+            Box::new(move |cs: &mut WitnessCs| one.synthesize(cs)) as Piece
+        })
+        .collect();
+    Ok(split_witness(pieces, pce)?)
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(

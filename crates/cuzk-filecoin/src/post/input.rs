@@ -11,11 +11,12 @@ use std::io::Cursor;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{as_safe_commitment, with_shape, FallbackPoStSectorProof};
 use filecoin_proofs_api::RegisteredPoStProof;
-use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{self, FallbackPoSt, PublicSector};
 
 use super::{circuit, registry};
+use crate::merkle_shape::{canonical, path_problem};
 use crate::{Error, Result};
 
 /// Most bytes one vanilla proof may have: a 64 GiB sector's WindowPoSt proof (10 challenges,
@@ -174,48 +175,13 @@ fn shape_problem<Tree: MerkleTreeTrait>(proof: &FallbackPoStSectorProof<Tree>, c
     if sector.inclusion_proofs.len() != challenges {
         return Some(format!("{} Merkle paths; {challenges} challenges are expected", sector.inclusion_proofs.len()));
     }
-    if let Some(wrong) = sector.inclusion_proofs.iter().find(|p| p.path().len() != p.expected_len(leaves)) {
-        return Some(format!(
-            "a Merkle path of {} levels where this sector size's tree has {}: not a proof for this sector size",
-            wrong.path().len(),
-            wrong.expected_len(leaves)
-        ));
+    // Every hash a field element (filecoin-proofs' Poseidon panics on one that is not), every
+    // path as long as this sector size's tree is deep, every level within its arity.
+    let commitments = [proof.comm_r, sector.comm_c, sector.comm_r_last];
+    if let Some(i) = commitments.iter().position(|h| !canonical(h.as_ref())) {
+        return Some(format!("commitment {i} of the proof is not a field element"));
     }
-    // Every hash a field element (filecoin-proofs' Poseidon panics on one that is not).
-    let mut hashes = vec![proof.comm_r, sector.comm_c, sector.comm_r_last];
-    for p in &sector.inclusion_proofs {
-        hashes.extend([p.leaf(), p.root()]);
-        hashes.extend(p.path().into_iter().flat_map(|(siblings, _)| siblings));
-    }
-    if let Some(i) = hashes.iter().position(|h| !canonical(h.as_ref())) {
-        return Some(format!("hash {i} of the proof is not a field element"));
-    }
-    // Every level: arity − 1 siblings and a position below the arity (filecoin-proofs would
-    // index with them unchecked).
-    let arities = level_arities::<Tree>(sector.inclusion_proofs[0].path().len());
-    sector.inclusion_proofs.iter().enumerate().find_map(|(c, p)| {
-        p.path().iter().zip(&arities).enumerate().find_map(|(level, ((siblings, index), arity))| {
-            (siblings.len() + 1 != *arity || *index >= *arity)
-                .then(|| format!("path {c}, level {level}: {} siblings at position {index} in a tree of arity {arity}", siblings.len()))
-        })
-    })
-}
-
-/// Whether `bytes` is a canonical encoding of a scalar field element.
-fn canonical(bytes: &[u8]) -> bool {
-    let Ok(repr) = <[u8; 32]>::try_from(bytes) else { return false };
-    bool::from(<blstrs::Scalar as ff::PrimeField>::from_repr(repr).is_some())
-}
-
-/// The arity of each level of a path of `len` levels in `Tree`: the base tree's levels, then
-/// the sub-tree's and the top tree's level when the tree has them.
-fn level_arities<Tree: MerkleTreeTrait>(len: usize) -> Vec<usize> {
-    use generic_array::typenum::Unsigned;
-    let (base, sub, top) = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
-    let upper: Vec<usize> = [sub, top].into_iter().filter(|a| *a > 0).collect();
-    let mut out = vec![base; len.saturating_sub(upper.len())];
-    out.extend(upper);
-    out
+    sector.inclusion_proofs.iter().enumerate().find_map(|(c, p)| path_problem(p, leaves).map(|e| format!("path {c}: {e}")))
 }
 
 /// One vanilla proof, decoded as filecoin-proofs-api encodes it (bincode), all bytes used.

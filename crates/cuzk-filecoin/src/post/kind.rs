@@ -1,8 +1,8 @@
 //! [`PoSt`], WinningPoSt and WindowPoSt (one partition per request) behind the engine's
 //! [`ProofKind`] seam. A request is a [`PostInput`]; the circuit key is its registered PoSt
 //! proof; the parse stage verifies the vanilla proofs and hands the engine the one partition's
-//! witness (the circuit's own gadgets through a witness-only constraint system, checked
-//! against the PCE's counts); the proof is the partition's 192 bytes, judged by
+//! witness (the circuit's own gadgets through a witness-only constraint system, one piece per
+//! sector in parallel, checked against the PCE's counts); the proof is the partition's 192 bytes, judged by
 //! `verify_winning_post` / `verify_window_post`. Test parameters come from the same generator
 //! as PoRep's.
 
@@ -12,7 +12,6 @@ use std::sync::Arc;
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use cuzk_pce::cache::Outcome;
-use cuzk_pce::witness::checked_witness;
 use cuzk_pce::PreCompiledCircuit;
 use cuzk_pipeline::engine::Synthesize;
 use cuzk_pipeline::kind::{concatenate, CircuitId, JobOptions, ProofKind};
@@ -128,5 +127,7 @@ impl ProofKind for PoSt {
 
 fn partition_shaped<Tree: 'static + MerkleTreeTrait>(req: &PostInput) -> Result<Vec<Synthesize>> {
     let circuit = circuit::checked_circuit::<Tree>(req)?;
-    Ok(vec![Box::new(move |pce: &PreCompiledCircuit| checked_witness(circuit, pce).map_err(PipelineError::shared)) as Synthesize])
+    Ok(vec![
+        Box::new(move |pce: &PreCompiledCircuit| circuit::sector_split_witness(circuit, pce).map_err(PipelineError::shared)) as Synthesize
+    ])
 }

@@ -4,7 +4,7 @@
 //! checks ([`input`]), the partition circuit, its PCE identity and parameter files
 //! ([`circuit`]), the official verifiers ([`verify`]), sealing sectors and drawing vanilla
 //! proofs for tests and fixtures ([`fixture`]), filecoin-proofs' own prover as the baseline
-//! ([`reference_prover`]), and [`PoSt`], the kind the engine proves
+//! ([`reference_prover`]), valid requests at any size without sealing ([`synthetic`]), and [`PoSt`], the kind the engine proves
 //! through ([`kind`]). It shares the engine, the PCE machinery and test-parameter generation
 //! with PoRep and knows nothing of gRPC, the command line or a backend.
 
@@ -14,6 +14,7 @@ pub mod input;
 pub mod kind;
 pub mod reference_prover;
 pub mod registry;
+pub mod synthetic;
 pub mod verify;
 
 pub use filecoin_proofs_api::RegisteredPoStProof;

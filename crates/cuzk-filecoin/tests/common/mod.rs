@@ -2,6 +2,8 @@
 //! a proof through the pipeline engine on the CPU backend (the path every user runs).
 #![allow(dead_code)]
 
+pub mod mutate;
+
 use std::sync::Arc;
 
 use blstrs::Scalar;

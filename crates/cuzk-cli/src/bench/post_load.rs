@@ -1,0 +1,148 @@
+//! `cuzk bench post-load`: WinningPoSt latency (request in, verified proof out) while PoRep
+//! sectors prove on the same engine and device, next to its latency on the idle engine. One
+//! engine; a warm-up WinningPoSt and a warm-up PoRep sector first (parameters, PCE and device
+//! uploads of both); then idle requests one after another; then PoRep sectors back to back
+//! (two in the engine at all times) with one WinningPoSt every interval, submitted at
+//! CRITICAL as the daemon submits them (PoRep at the default priority), each waited for
+//! before the next. It proves nothing a user keeps.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use cuzk_filecoin::porep::PorepInput;
+use cuzk_filecoin::post::PostInput;
+use cuzk_pipeline::{Config, Device, Engine, JobOptions, Priority, Ticket};
+use serde::Serialize;
+
+use crate::context::kinds;
+
+/// How to load the engine.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Loaded WinningPoSt requests to measure.
+    pub requests: usize,
+    /// Idle requests measured before the load.
+    pub idle_requests: usize,
+    /// Pause between a WinningPoSt's proof and the next request.
+    pub interval: Duration,
+    /// Partitions in witness synthesis at once.
+    pub jobs: usize,
+    pub provers_per_device: usize,
+    pub budget_bytes: u64,
+    /// The engine's urgent lane (see `cuzk_pipeline::Config::urgent_from`); off: urgent
+    /// partitions wait for a free prover.
+    pub urgent_lane: bool,
+    /// Verify the PoRep proofs (a synthetic C1's never verify).
+    pub porep_verify: bool,
+}
+
+/// The figures, in seconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct PostLoadBench {
+    pub registered_proof: String,
+    pub porep_c1: String,
+    pub backend: String,
+    pub urgent_lane: bool,
+    pub jobs: usize,
+    pub provers_per_device: usize,
+    pub idle_s: Vec<f64>,
+    pub idle_p50_s: f64,
+    pub loaded_s: Vec<f64>,
+    pub loaded_p50_s: f64,
+    pub loaded_p99_s: f64,
+    pub loaded_max_s: f64,
+    /// Time between successive PoRep sector completions while loaded requests ran (two
+    /// sectors kept in the engine): the sector throughput under WinningPoSt interference.
+    pub porep_sector_s: Vec<f64>,
+}
+
+/// The `q` quantile (nearest rank) of `v`.
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len().max(1));
+    s.get(rank - 1).copied().unwrap_or(f64::NAN)
+}
+
+/// Runs the benchmark on `device`.
+pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOptions) -> Result<PostLoadBench> {
+    let backend = device.backend.name().to_string();
+    let mut cfg = Config::cpu(o.jobs, o.budget_bytes);
+    cfg.devices = vec![device];
+    cfg.provers_per_device = o.provers_per_device.max(1);
+    if !o.urgent_lane {
+        cfg.urgent_from = None;
+    }
+    let engine = Engine::start(cfg)?;
+    let post = Arc::new(post);
+    let winning = || -> Result<f64> {
+        let t = Instant::now();
+        let job = kinds().post.job(post.clone(), JobOptions { randomness: None, verify: true });
+        let out = engine.submit_at(job, Priority::Critical)?.wait();
+        out.result.map_err(|e| anyhow!("WinningPoSt: {}", e.chain()))?;
+        anyhow::ensure!(out.verified, "the engine returned an unverified WinningPoSt proof");
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let sector = || -> Result<Ticket> {
+        let opts = JobOptions { randomness: None, verify: o.porep_verify };
+        Ok(engine.submit(kinds().porep.job(porep.clone(), opts))?)
+    };
+    let finished = |ticket: Ticket| -> Result<()> { ticket.wait().result.map(drop).map_err(|e| anyhow!("PoRep sector: {}", e.chain())) };
+    tracing::info!("warm-up: one WinningPoSt and one PoRep sector");
+    winning().context("warm-up")?;
+    finished(sector()?).context("warm-up")?;
+    let idle_s = (0..o.idle_requests.max(1)).map(|_| winning()).collect::<Result<Vec<_>>>()?;
+    tracing::info!(idle_p50_s = quantile(&idle_s, 0.5), "idle latency measured; loading the engine");
+
+    // Two sectors in the engine at all times, so the device never waits for a sector's parse.
+    let (mut loaded_s, mut porep_sector_s) = (Vec::new(), Vec::new());
+    let mut in_engine: VecDeque<Ticket> = (0..2).map(|_| sector()).collect::<Result<_>>()?;
+    let mut last_done = Instant::now();
+    while loaded_s.len() < o.requests {
+        std::thread::sleep(o.interval);
+        while let Some(out) = in_engine.front().and_then(|t| t.wait_timeout(Duration::ZERO)) {
+            out.result.map_err(|e| anyhow!("PoRep sector: {}", e.chain()))?;
+            porep_sector_s.push(last_done.elapsed().as_secs_f64());
+            last_done = Instant::now();
+            in_engine.pop_front();
+            in_engine.push_back(sector()?);
+        }
+        loaded_s.push(winning()?);
+        tracing::info!(request = loaded_s.len(), seconds = loaded_s[loaded_s.len() - 1], "WinningPoSt under load");
+    }
+    for t in in_engine {
+        finished(t)?;
+    }
+    engine.shutdown();
+    Ok(PostLoadBench {
+        registered_proof: format!("{:?}", post.registered_proof),
+        porep_c1: porep.c1.path.display().to_string(),
+        backend,
+        urgent_lane: o.urgent_lane,
+        jobs: o.jobs,
+        provers_per_device: o.provers_per_device,
+        idle_p50_s: quantile(&idle_s, 0.5),
+        idle_s,
+        loaded_p50_s: quantile(&loaded_s, 0.5),
+        loaded_p99_s: quantile(&loaded_s, 0.99),
+        loaded_max_s: loaded_s.iter().copied().fold(0.0, f64::max),
+        loaded_s,
+        porep_sector_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let v: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(quantile(&v, 0.5), 10.0);
+        assert_eq!(quantile(&v, 0.99), 20.0);
+        assert_eq!(quantile(&v, 0.95), 19.0);
+        assert_eq!(quantile(&[3.0], 0.99), 3.0);
+    }
+}

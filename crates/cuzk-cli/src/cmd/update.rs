@@ -1,0 +1,74 @@
+//! SnapDeals on the command line: `cuzk gen-update` seals a sector, encodes new data into it
+//! and writes the update request Curio would send for it, and [`prove_file`] proves one such
+//! file through the engine for `cuzk prove --update`. It must not know the daemon.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use cuzk_core::atomic::write_atomically;
+use cuzk_filecoin::porep::sector;
+use cuzk_filecoin::update::{fixture, input, UpdateInput};
+use cuzk_pipeline::JobOptions;
+
+use crate::args::EngineArgs;
+use crate::context::kinds;
+use crate::engine_run::prove_job;
+use crate::input::write_json;
+
+#[derive(Args)]
+pub struct GenUpdateArgs {
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    #[arg(long, default_value_t = 1000)]
+    miner_id: u64,
+    /// Seed for the sector's and the new data's contents (same seed, same file).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory: `update.json`.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub fn gen(a: GenUpdateArgs) -> Result<ExitCode> {
+    let size = sector::parse_sector_size(&a.sector_size)?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
+    let work = tempfile::Builder::new().prefix("cuzk-gen-update-").tempdir().context("creating a work directory")?;
+    tracing::info!(size = %sector::size_name(size), "sealing a sector and encoding new data into it");
+    let update = fixture::sealed_update(size, a.miner_id, a.seed, work.path())?;
+    let path = a.out.join("update.json");
+    write_json(&path, &update.to_file())?;
+    println!("wrote {} ({:?}, {} partition proofs)", path.display(), update.registered_proof, update.vanilla_proofs.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a SnapDeals request file and runs its checks (the partition proofs verified against
+/// the commitments) before any parameter is looked up.
+pub fn load(path: &Path) -> Result<UpdateInput> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let input = UpdateInput::from_file_bytes(&path.display().to_string(), &bytes)?;
+    kinds().update.check(&input)?;
+    Ok(input)
+}
+
+/// Proves the SnapDeals request in `path` on the engine and writes the proof to `out`
+/// (verified first with verify_empty_sector_update_proof unless `verify` is off).
+pub fn prove_file(path: &Path, out: &Path, engine: &EngineArgs, verify: bool) -> Result<()> {
+    let input = Arc::new(load(path)?);
+    let started = std::time::Instant::now();
+    let partitions = input::public_params(input.registered_proof).partition_count as u64;
+    let job = kinds().update.job(input.clone(), JobOptions { randomness: None, verify });
+    let (proof, verified) = prove_job(engine, "proving SnapDeals", partitions, job).with_context(|| path.display().to_string())?;
+    write_atomically(out, |w| w.write_all(&proof))?;
+    println!(
+        "wrote {} ({} bytes, {:?}, {partitions} partitions, {:.2} s){}",
+        out.display(),
+        proof.len(),
+        input.registered_proof,
+        started.elapsed().as_secs_f64(),
+        if verified { ", verified with verify_empty_sector_update_proof" } else { ", NOT verified (--no-verify)" }
+    );
+    Ok(())
+}
