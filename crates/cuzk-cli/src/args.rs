@@ -83,11 +83,22 @@ pub struct EngineArgs {
 /// The proving devices for the pipeline: every visible CUDA device (`CUDA_VISIBLE_DEVICES`
 /// is honoured by the CUDA runtime) or the CPU.
 pub fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
+    make_devices_with(b, None)
+}
+
+/// [`make_devices`], each GPU keeping at most `resident_budget` bytes of SRS sections between
+/// proofs (`None`: the whole device).
+pub fn make_devices_with(b: BackendArg, resident_budget: Option<u64>) -> Result<Vec<cuzk_pipeline::Device>> {
     let cpu =
         || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
     let gpus = || -> Result<Vec<cuzk_pipeline::Device>, cuzk_gpu::GpuError> {
         let n = cuzk_gpu::devices()?.len();
-        (0..n).map(|i| Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend: std::sync::Arc::from(cuzk_gpu::open(i)?) })).collect()
+        (0..n)
+            .map(|i| {
+                let backend = std::sync::Arc::from(cuzk_gpu::open_with(i, resident_budget)?);
+                Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend })
+            })
+            .collect()
     };
     match b {
         BackendArg::Cpu => Ok(cpu()),

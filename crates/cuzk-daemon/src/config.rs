@@ -108,6 +108,11 @@ pub struct SrsSection {
     /// Drop a circuit's parameters and PCE after this many seconds without a job (0: keep
     /// them until evicted by an admin).
     pub idle_evict_s: u64,
+    /// Device bytes of SRS sections each GPU keeps between proofs, e.g. "40GiB"; when another
+    /// circuit's sections need the room, the least recently used go first, and a section
+    /// larger than the cap travels with each call. "" (the default): the whole device, copies
+    /// dropped only when an upload runs out of memory.
+    pub device_budget: String,
 }
 
 /// Job bookkeeping and the limits that keep a hostile client from exhausting the daemon.
@@ -296,6 +301,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_URGENT_LANE", "engine.urgent_lane"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
+    ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
     ("CUZK_RETAIN_BYTES", "jobs.retain_bytes"),
     ("CUZK_RETAIN_SECS", "jobs.retain_secs"),
@@ -372,6 +378,7 @@ impl DaemonConfig {
             "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
+            "srs.device_budget" => self.srs.device_budget = v.trim().into(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
             _ => return self.set_limit(key, v),
@@ -434,6 +441,9 @@ impl DaemonConfig {
         self.witness_mode()?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
+        }
+        if !self.srs.device_budget.is_empty() {
+            parse_bytes(&self.srs.device_budget).map_err(|e| DaemonError::Config(format!("srs.device_budget: {e}")))?;
         }
         for (k, v) in [
             ("jobs.max_request", &self.jobs.max_request),
@@ -505,6 +515,14 @@ impl DaemonConfig {
     /// The effective config as TOML.
     pub fn render(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    /// The cap on each device's resident SRS bytes (`None`: the whole device).
+    pub fn device_budget_bytes(&self) -> Option<u64> {
+        match self.srs.device_budget.as_str() {
+            "" => None,
+            b => parse_bytes(b).ok(),
+        }
     }
 
     /// The byte budget (resolving "auto").
@@ -607,6 +625,16 @@ mod tests {
         assert_eq!(engine("critical"), Some(cuzk_pipeline::Priority::Critical));
         assert_eq!(engine("off"), None);
         assert_eq!(DaemonConfig::default().engine.urgent_lane, "high");
+    }
+
+    #[test]
+    fn the_device_budget_is_a_byte_size_or_the_whole_device() {
+        let load = |v: &'static str| DaemonConfig::load(None, move |k| (k == "CUZK_SRS_DEVICE_BUDGET").then(|| v.to_string()));
+        assert_eq!(DaemonConfig::default().device_budget_bytes(), None);
+        assert_eq!(load("40GiB").unwrap().device_budget_bytes(), Some(40 << 30));
+        assert_eq!(load(" ").unwrap().device_budget_bytes(), None);
+        let e = load("lots").unwrap_err().to_string();
+        assert!(e.contains("srs.device_budget") && e.contains("lots"), "{e}");
     }
 
     #[test]

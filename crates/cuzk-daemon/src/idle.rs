@@ -5,11 +5,12 @@
 //! It knows circuits by their Curio ids and nothing of what they hold.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::curio::{self, Circuit};
-use cuzk_filecoin::Kinds;
+
+use crate::jobs::Jobs;
 
 #[derive(Clone, Copy, Debug)]
 struct Use {
@@ -61,19 +62,20 @@ impl Usage {
 
 /// Every `idle / 4` (at least 100 ms), drops what [`Usage::idle`] names and is resident;
 /// runs until the returned task is aborted.
-pub fn spawn_evictor(usage: Arc<Usage>, kinds: Kinds, idle: Duration, pinned: Vec<String>) -> tokio::task::JoinHandle<()> {
+pub fn spawn_evictor(jobs: Jobs, idle: Duration, pinned: Vec<String>) -> tokio::task::JoinHandle<()> {
     let period = (idle / 4).max(Duration::from_millis(100));
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(period).await;
-            for id in usage.idle(Instant::now(), idle, &pinned) {
+            for id in jobs.usage().idle(Instant::now(), idle, &pinned) {
                 let Ok(c) = curio::parse_circuit(&id) else { continue };
-                let k = kinds.clone();
+                let j = jobs.clone();
                 // Dropping tens of GiB takes a while: off the async workers.
-                let out = tokio::task::spawn_blocking(move || crate::service::evict(&k, c)).await;
+                let out = tokio::task::spawn_blocking(move || crate::service::evict(&j, c)).await;
                 if let Ok(r) = out {
                     if r.was_loaded {
-                        tracing::info!(circuit = %id, freed = r.freed_bytes, idle_s = idle.as_secs_f64(), "evicted an idle circuit");
+                        let (freed, device_freed) = (r.freed_bytes, r.device_freed_bytes);
+                        tracing::info!(circuit = %id, freed, device_freed, idle_s = idle.as_secs_f64(), "evicted an idle circuit");
                     }
                 }
             }

@@ -356,6 +356,7 @@ struct Shared {
     policy: Policy,
     kinds: Kinds,
     usage: Arc<crate::idle::Usage>,
+    devices: Vec<cuzk_pipeline::Device>,
 }
 
 /// The job service (cheap to clone; all clones share one table and engine).
@@ -413,6 +414,7 @@ impl Jobs {
             trace: engine.trace().clone(),
             budget: engine.budget().clone(),
             stats: engine.stats().clone(),
+            devices: engine.devices().to_vec(),
             engine: Mutex::new(Some(engine)),
             max_in_flight: cfg.max_in_flight.max(1),
             limits: cfg.limits,
@@ -427,6 +429,11 @@ impl Jobs {
             .spawn(move || d.dispatch())
             .map_err(|e| crate::DaemonError::io("spawning the dispatcher thread", e))?;
         Ok(me)
+    }
+
+    /// The engine's proving devices.
+    pub fn devices(&self) -> &[cuzk_pipeline::Device] {
+        &self.s.devices
     }
 
     /// When each circuit was last used by a job (for dropping idle parameters).

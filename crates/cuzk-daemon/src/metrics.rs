@@ -70,6 +70,8 @@ pub struct Snapshot {
     pub device_busy: Vec<(String, f64)>,
     /// Host bytes of parameters and PCE per resident circuit.
     pub resident: Vec<Resident>,
+    /// (device, what it keeps resident in device memory)
+    pub device_resident: Vec<(String, cuzk_core::backend::ResidentReport)>,
     /// Seconds since the service started.
     pub uptime_s: f64,
 }
@@ -149,6 +151,33 @@ pub fn render(m: &Snapshot) -> String {
         "Host bytes of resident pre-compiled constraint evaluators per circuit.",
         m.resident.iter().map(|x| (format!("{{circuit=\"{}\"}}", x.circuit), x.pce_bytes as f64)).collect(),
     );
+    let per_device = |f: &dyn Fn(&cuzk_core::backend::ResidentReport) -> Option<f64>| -> Vec<(String, f64)> {
+        m.device_resident.iter().filter_map(|(d, r)| Some((format!("{{device=\"{d}\"}}"), f(r)?))).collect()
+    };
+    metric(
+        "cuzk_device_resident_bytes",
+        "gauge",
+        "Device bytes of SRS sections kept resident between proofs.",
+        per_device(&|r| Some(r.bytes as f64)),
+    );
+    metric(
+        "cuzk_device_resident_budget_bytes",
+        "gauge",
+        "The cap on those bytes (absent: the whole device).",
+        per_device(&|r| r.budget_bytes.map(|b| b as f64)),
+    );
+    metric(
+        "cuzk_device_resident_evictions_total",
+        "counter",
+        "Resident SRS sections dropped to make room for others (least recently used first).",
+        per_device(&|r| Some(r.evictions as f64)),
+    );
+    metric(
+        "cuzk_device_streamed_sections_total",
+        "counter",
+        "SRS sections that did not fit the resident budget and travelled with each call.",
+        per_device(&|r| Some(r.streamed as f64)),
+    );
     metric("cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.", one(m.uptime_s));
     s
 }
@@ -170,6 +199,13 @@ mod tests {
             budget_bytes: 1 << 30,
             device_busy: vec![("gpu0".into(), 0.5)],
             resident: vec![Resident { circuit: "porep-2k".into(), params_bytes: 10, pce_bytes: 20 }],
+            device_resident: vec![
+                (
+                    "gpu0".into(),
+                    cuzk_core::backend::ResidentReport { sections: 3, bytes: 300, budget_bytes: Some(512), evictions: 2, streamed: 1 },
+                ),
+                ("gpu1".into(), cuzk_core::backend::ResidentReport::default()),
+            ],
             ..Default::default()
         };
         let t = render(&m);
@@ -188,9 +224,15 @@ mod tests {
             "cuzk_gpu_busy_ratio{device=\"gpu0\"} 0.5",
             "cuzk_srs_resident_bytes{circuit=\"porep-2k\"} 10",
             "cuzk_pce_resident_bytes{circuit=\"porep-2k\"} 20",
+            "cuzk_device_resident_bytes{device=\"gpu0\"} 300",
+            "cuzk_device_resident_bytes{device=\"gpu1\"} 0",
+            "cuzk_device_resident_budget_bytes{device=\"gpu0\"} 512",
+            "cuzk_device_resident_evictions_total{device=\"gpu0\"} 2",
+            "cuzk_device_streamed_sections_total{device=\"gpu0\"} 1",
             "# TYPE cuzk_uptime_seconds gauge",
         ] {
             assert!(t.lines().any(|l| l == want), "missing {want:?} in\n{t}");
         }
+        assert!(!t.contains("cuzk_device_resident_budget_bytes{device=\"gpu1\"}"), "no budget, no budget line");
     }
 }

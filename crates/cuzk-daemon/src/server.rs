@@ -94,7 +94,6 @@ pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Con
 pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_filecoin::Settings) -> Result<Handle, DaemonError> {
     cfg.validate()?;
     let listen = Listen::parse(&cfg.listen)?;
-    let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
     let ecfg = try_engine_config(cfg, devices)?;
     let provers = ecfg.devices.len() * ecfg.provers_per_device;
     let max_in_flight = match cfg.engine.max_in_flight {
@@ -115,14 +114,14 @@ pub async fn start(cfg: &DaemonConfig, devices: Vec<Device>, settings: &cuzk_fil
     let gate = gate(cfg, &listen, &auth)?;
     let engine = Engine::start(ecfg).map_err(DaemonError::Engine)?;
     let jobs = Jobs::new(engine, JobsConfig::from_config(cfg, max_in_flight), kinds)?;
-    let service = Service::new(jobs, names, auth);
+    let service = Service::new(jobs, auth);
     let max = cfg.bytes_of("jobs.max_request") as usize;
     let grpc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
     let (tx, rx) = oneshot::channel::<()>();
     let jobs = service.jobs().clone();
     let evictor = (cfg.srs.idle_evict_s > 0).then(|| {
         let idle = Duration::from_secs(cfg.srs.idle_evict_s);
-        crate::idle::spawn_evictor(jobs.usage().clone(), jobs.kinds().clone(), idle, cfg.srs.preload.clone())
+        crate::idle::spawn_evictor(jobs.clone(), idle, cfg.srs.preload.clone())
     });
     let (bound, listener, socket) = bind(&listen, cfg).await?;
     let task = tokio::spawn(serve(grpc, net::incoming(listener, gate), jobs, rx, socket));

@@ -34,7 +34,6 @@ pub struct Peer(pub String);
 #[derive(Clone)]
 pub struct Service {
     pub(crate) jobs: Jobs,
-    pub(crate) devices: Arc<Vec<String>>,
     pub(crate) started: Instant,
     pub(crate) auth: Arc<Auth>,
 }
@@ -54,10 +53,10 @@ fn check_job_id(id: &str) -> Result<(), Status> {
 }
 
 impl Service {
-    /// The service over `jobs`, reporting `devices` (by name, in ordinal order) in its status
-    /// and checking each call with `auth`; its uptime counts from now.
-    pub fn new(jobs: Jobs, devices: Vec<String>, auth: Auth) -> Service {
-        Service { jobs, devices: Arc::new(devices), started: Instant::now(), auth: Arc::new(auth) }
+    /// The service over `jobs`, reporting the engine's devices (in ordinal order) in its
+    /// status and checking each call with `auth`; its uptime counts from now.
+    pub fn new(jobs: Jobs, auth: Auth) -> Service {
+        Service { jobs, started: Instant::now(), auth: Arc::new(auth) }
     }
 
     /// The job service behind it.
@@ -114,10 +113,22 @@ impl Service {
         let budget = self.jobs.budget();
         GetStatusResponse {
             gpus: self
-                .devices
+                .jobs
+                .devices()
                 .iter()
                 .enumerate()
-                .map(|(k, name)| GpuStatus { ordinal: k as u32, name: name.clone(), ..Default::default() })
+                .map(|(k, d)| {
+                    let r = d.backend.resident_report();
+                    GpuStatus {
+                        ordinal: k as u32,
+                        name: d.name.clone(),
+                        resident_sections: r.sections as u32,
+                        resident_bytes: r.bytes,
+                        resident_budget_bytes: r.budget_bytes.unwrap_or(0),
+                        resident_evictions: r.evictions,
+                        ..Default::default()
+                    }
+                })
                 .collect(),
             loaded_srs,
             queues: c.queues.iter().map(|(k, q, r)| QueueStatus { proof_kind: k.clone(), pending: *q, in_progress: *r }).collect(),
@@ -163,6 +174,7 @@ impl Service {
                 .into_iter()
                 .map(|x| metrics::Resident { circuit: x.circuit_id, params_bytes: x.size_bytes, pce_bytes: x.pce_bytes })
                 .collect(),
+            device_resident: self.jobs.devices().iter().map(|d| (d.name.clone(), d.backend.resident_report())).collect(),
             uptime_s: self.started.elapsed().as_secs_f64(),
         }
     }
@@ -254,22 +266,23 @@ impl ProvingEngine for Service {
         self.auth.check_admin(r.metadata())?;
         let id = r.into_inner().circuit_id;
         let rp = curio::parse_circuit(&id).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let kinds = self.jobs.kinds().clone();
+        let jobs = self.jobs.clone();
         // Dropping tens of GiB of parameters takes a while: not on an async worker.
-        let out = tokio::task::spawn_blocking(move || evict(&kinds, rp))
-            .await
-            .map_err(|e| Status::internal(format!("evict task failed: {e}")))?;
-        tracing::info!(circuit = %id, freed = out.freed_bytes, "evicted");
+        let out =
+            tokio::task::spawn_blocking(move || evict(&jobs, rp)).await.map_err(|e| Status::internal(format!("evict task failed: {e}")))?;
+        tracing::info!(circuit = %id, freed = out.freed_bytes, device_freed = out.device_freed_bytes, "evicted");
         Ok(Response::new(out))
     }
 }
 
 /// Drops the parameters and the PCE of `rp` from the process registries (the last holder
-/// frees them, here or when an in-flight proof finishes).
-pub fn evict(kinds: &Kinds, rp: Circuit) -> EvictSrsResponse {
-    let (pce, p) = kinds.evict(rp);
+/// frees them, here or when an in-flight proof finishes) and the devices' copies of the
+/// parameters.
+pub fn evict(jobs: &Jobs, rp: Circuit) -> EvictSrsResponse {
+    let (pce, p) = jobs.kinds().evict(rp);
     let freed = p.as_ref().map(|p| params_bytes(p)).unwrap_or(0) + pce.as_ref().map(|p| p.bytes() as u64).unwrap_or(0);
-    EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed }
+    let device_freed_bytes = p.as_ref().map(|p| cuzk_pipeline::resources::forget_on_devices(p, jobs.devices())).unwrap_or(0);
+    EvictSrsResponse { was_loaded: p.is_some() || pce.is_some(), freed_bytes: freed, device_freed_bytes }
 }
 
 /// Loads the parameters and the PCE of `rp` into the process registries.

@@ -22,6 +22,7 @@ use ff::{Field, PrimeField};
 
 use crate::ffi::{self, Handle};
 use crate::lock::{DeviceGuard, DeviceLock};
+use crate::residency::{ResidentSet, SectionKey};
 use crate::{DeviceInfo, GpuError};
 
 /// Below this many points an MSM runs on the CPU.
@@ -145,10 +146,6 @@ gpu_curve!(
 
 /// Bases resident on the device, freed on drop.
 struct Resident {
-    tag: u8,
-    ptr: usize,
-    len: usize,
-    fingerprint: u64,
     handle: Handle,
     free: unsafe fn(Handle),
 }
@@ -270,7 +267,8 @@ pub struct CudaBackend {
     dev: i32,
     name: String,
     cpu: CpuBackend,
-    resident: DeviceLock<Vec<Arc<Resident>>>,
+    /// The resident SRS sections, under the resident budget (least recently used dropped first).
+    resident: DeviceLock<ResidentSet<Resident>>,
     /// The matrices of the last circuit evaluated on the device.
     pce: DeviceLock<Option<Arc<ResidentPce>>>,
     /// Serialises device calls, the most urgent waiting job's first (see
@@ -290,7 +288,9 @@ impl std::fmt::Debug for CudaBackend {
 }
 
 impl CudaBackend {
-    pub fn new(device: usize) -> Result<Self, GpuError> {
+    /// The backend on `device`; `resident_budget` caps the device bytes of SRS sections kept
+    /// between calls (`None`: the whole device, dropping copies only when an upload fails).
+    pub fn new(device: usize, resident_budget: Option<u64>) -> Result<Self, GpuError> {
         let all = devices()?;
         let info = all.get(device).ok_or(GpuError::BadDevice { device, count: all.len() })?;
         tracing::info!(device, name = %info.name, memory_gib = info.memory_bytes as f64 / (1u64 << 30) as f64, "CUDA backend");
@@ -298,7 +298,7 @@ impl CudaBackend {
             dev: device as i32,
             name: format!("cuda:{device} {}", info.name),
             cpu: CpuBackend::new(),
-            resident: DeviceLock::new(Vec::new()),
+            resident: DeviceLock::new(ResidentSet::new(resident_budget)),
             pce: DeviceLock::new(None),
             lock: DeviceLock::new(()),
             staging: DeviceLock::new(Vec::new()),
@@ -317,7 +317,7 @@ impl CudaBackend {
     }
 
     /// The resident bases, emptied when a holder panicked mid-update.
-    fn resident_cache(&self) -> DeviceGuard<'_, Vec<Arc<Resident>>> {
+    fn resident_cache(&self) -> DeviceGuard<'_, ResidentSet<Resident>> {
         self.resident.lock_or_reset(|cache| cache.clear())
     }
 
@@ -326,35 +326,46 @@ impl CudaBackend {
         self.pce.lock_or_reset(|slot| *slot = None)
     }
 
-    /// The resident copy of `bases`, uploading it on first use.
-    fn resident<P: GpuCurve>(&self, bases: &[P]) -> BackendResult<Arc<Resident>> {
-        let (ptr, len, fp) = (bases.as_ptr() as usize, bases.len(), fingerprint(bases));
+    /// The resident copy of `bases`, uploading it on first use; `None` when the resident
+    /// budget has no room for it (too large, or the room is held by running calls): the
+    /// caller then sends the bases with the call.
+    fn resident<P: GpuCurve>(&self, bases: &[P]) -> BackendResult<Option<Arc<Resident>>> {
+        let key = SectionKey { tag: P::TAG, addr: bases.as_ptr() as usize, len: bases.len(), fingerprint: fingerprint(bases) };
         let mut cache = self.resident_cache();
-        if let Some(r) = cache.iter().find(|r| r.tag == P::TAG && r.ptr == ptr && r.len == len && r.fingerprint == fp) {
-            return Ok(r.clone());
+        if let Some(r) = cache.get(&key) {
+            return Ok(Some(r));
         }
         // The same address with other contents: the old slice is gone.
-        cache.retain(|r| !(r.tag == P::TAG && r.ptr == ptr));
+        cache.remove_stale(key.tag, key.addr);
+        let bytes = (key.len * std::mem::size_of::<P::Raw>()) as u64;
+        if let Err(why) = cache.make_room(bytes) {
+            tracing::debug!(curve = P::NAME, len = key.len, bytes, ?why, "bases not kept resident: streamed with the call");
+            return Ok(None);
+        }
         let t = Instant::now();
         let mut handle: Handle = std::ptr::null_mut();
         let mut attempt = || {
             call("upload bases", |m, c| unsafe {
                 // SAFETY: `bases` is len points of the blst layout.
-                P::upload(self.dev, bases.as_ptr() as *const P::Raw, len, &mut handle, m, c)
+                P::upload(self.dev, bases.as_ptr() as *const P::Raw, key.len, &mut handle, m, c)
             })
         };
-        if let Err(e) = attempt() {
-            // Out of device memory, perhaps: drop what is cached and try once more.
-            tracing::warn!(error = %e, cached = cache.len(), "upload failed; evicting resident bases and retrying");
-            cache.clear();
-            attempt().map_err(dev_err)?;
+        // Out of device memory, perhaps: drop unused copies, oldest first, until it fits.
+        let mut result = attempt();
+        while let Err(e) = &result {
+            if !cache.evict_lru() {
+                break;
+            }
+            tracing::warn!(error = %e, left = cache.report().sections, "upload failed; evicted the least recently used bases, retrying");
+            result = attempt();
         }
+        result.map_err(dev_err)?;
         let secs = t.elapsed().as_secs_f64();
-        log(format!("upload {} bases ({len})", P::NAME), secs);
-        tracing::debug!(curve = P::NAME, len, secs, "bases resident");
-        let r = Arc::new(Resident { tag: P::TAG, ptr, len, fingerprint: fp, handle, free: P::free });
-        cache.push(r.clone());
-        Ok(r)
+        log(format!("upload {} bases ({})", P::NAME, key.len), secs);
+        tracing::debug!(curve = P::NAME, len = key.len, bytes, secs, "bases resident");
+        let r = Arc::new(Resident { handle, free: P::free });
+        cache.insert(key, bytes, r.clone());
+        Ok(Some(r))
     }
 
     /// An MSM; bases of `RESIDENT_FROM` points or more are kept resident when `keep` says so
@@ -370,8 +381,8 @@ impl CudaBackend {
         let s = scalars.as_ptr() as *const blst::blst_fr;
         // Timed from lock acquisition, so the log holds device-call time, not waiting.
         let t;
-        if keep && n >= RESIDENT_FROM {
-            let r = self.resident(bases)?;
+        let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
+        if let Some(r) = r {
             let _g = self.device();
             t = Instant::now();
             // SAFETY: n scalars, n resident bases, one output point.
@@ -403,7 +414,11 @@ impl CudaBackend {
 
     /// `Σ bases[i]` over the set bits of `map` (bit i of word i/32), on the resident bases.
     fn sum_bitmap_gpu<P: GpuCurve>(&self, bases: &[P], map: &[u32], count: usize) -> BackendResult<P::Curve> {
-        let r = self.resident(bases)?;
+        let Some(r) = self.resident(bases)? else {
+            // No room on the device for these bases: the CPU sums the selected ones.
+            let indices: Vec<u32> = (0..bases.len() as u32).filter(|&i| map[i as usize / 32] >> (i % 32) & 1 == 1).collect();
+            return P::msm_of(&self.cpu).sum_selected(bases, &indices);
+        };
         let mut out = P::RawProj::default();
         let t;
         {
@@ -726,6 +741,21 @@ impl Backend for CudaBackend {
         true
     }
 
+    fn resident_report(&self) -> cuzk_core::backend::ResidentReport {
+        self.resident_cache().report()
+    }
+
+    fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> u64 {
+        fn range<P>(b: &[P]) -> std::ops::Range<usize> {
+            b.as_ptr() as usize..b.as_ptr() as usize + std::mem::size_of_val(b)
+        }
+        let mut cache = self.resident_cache();
+        let (t1, s1) = (<G1Affine as GpuCurve>::TAG, std::mem::size_of::<G1Affine>());
+        let (t2, s2) = (<G2Affine as GpuCurve>::TAG, std::mem::size_of::<G2Affine>());
+        let g1: u64 = g1.iter().map(|b| cache.forget(t1, range(b), s1)).sum();
+        g1 + g2.iter().map(|b| cache.forget(t2, range(b), s2)).sum::<u64>()
+    }
+
     /// H never leaves the device: the quotient's output buffer is the H MSM's scalars.
     fn quotient_msm_h(
         &self,
@@ -739,7 +769,10 @@ impl Backend for CudaBackend {
             return cuzk_core::backend::quotient_then_msm_h(self, a, b, c, h_bases);
         }
         check_lengths(h_bases.len(), n - 1)?;
-        let r = self.resident(h_bases)?;
+        let Some(r) = self.resident(h_bases)? else {
+            // H's bases do not fit the resident budget: H comes back to the host for its MSM.
+            return cuzk_core::backend::quotient_then_msm_h(self, a, b, c, h_bases);
+        };
         let t = Instant::now();
         let d_h = self.quotient_on_device(&a, &b, &c, n, None)?;
         let q = t.elapsed();
@@ -759,15 +792,19 @@ impl Backend for CudaBackend {
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
         m.check_witness(inputs, aux)?;
         let n = domain_size(m.rows())?;
-        if n < NTT_CPU_BELOW || m.rows() < MATVEC_CPU_BELOW || h_bases.len() < RESIDENT_FROM {
+        let r = if n < NTT_CPU_BELOW || m.rows() < MATVEC_CPU_BELOW || h_bases.len() < RESIDENT_FROM {
+            None
+        } else {
+            check_lengths(h_bases.len(), n - 1)?;
+            self.resident(h_bases)?
+        };
+        let Some(r) = r else {
             let t = Instant::now();
             let e = self.mat_vec(m, inputs, aux)?;
             let mv = t.elapsed();
             let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
             return Ok((h, mv, q));
-        }
-        check_lengths(h_bases.len(), n - 1)?;
-        let r = self.resident(h_bases)?;
+        };
         let pce = self.resident_pce(m)?;
         let t = Instant::now();
         let (staged, pageable) = self.stage_witness(inputs, aux);
@@ -818,12 +855,43 @@ mod tests {
 
     use super::*;
 
+    /// On a GPU, under a resident budget of one 2^16-point G1 section: a second section evicts
+    /// the first, a section over the budget is streamed with the call, every result is the
+    /// CPU's, and forgetting a section frees its device bytes. Without a device it passes and
+    /// says SKIPPED in the output.
+    #[test]
+    fn a_resident_budget_evicts_the_least_recently_used_and_streams_what_cannot_fit() {
+        let n = RESIDENT_FROM;
+        let one = (n * std::mem::size_of::<G1Affine>()) as u64;
+        let b = match CudaBackend::new(0, Some(one)) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_resident_budget_evicts_the_least_recently_used: {e} ***");
+                return;
+            }
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let scalars: Vec<Scalar> = (0..2 * n).map(|_| Scalar::random(&mut rng)).collect();
+        let (first, second, big): (Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>) =
+            (random_points(n, 1), random_points(n, 2), random_points(2 * n, 3));
+        for (bases, sections, evictions, streamed) in [(&first, 1, 0, 0), (&second, 1, 1, 0), (&big, 1, 1, 1)] {
+            let s = &scalars[..bases.len()];
+            let want = Msm::<G1Affine>::msm(&b.cpu, bases, s).unwrap();
+            assert_eq!(Msm::<G1Affine>::msm(&b, bases, s).unwrap(), want);
+            let r = b.resident_report();
+            assert_eq!((r.sections, r.evictions, r.streamed), (sections, evictions, streamed), "{r:?}");
+            assert!(r.bytes <= one);
+        }
+        assert_eq!(b.forget_bases(&[&second], &[]), one);
+        assert_eq!(b.resident_report().bytes, 0);
+    }
+
     /// On a GPU: an MSM with resident bases, a panic while the device lock is held, then the
     /// same MSM again. The lock recovers (once), what was resident is uploaded again, and the
     /// result is still the CPU's. Without a device it passes and says SKIPPED in the output.
     #[test]
     fn a_panic_under_the_device_lock_leaves_the_device_serving() {
-        let b = match CudaBackend::new(0) {
+        let b = match CudaBackend::new(0, None) {
             Ok(b) => b,
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_panic_under_the_device_lock_leaves_the_device_serving: {e} ***");
@@ -836,7 +904,8 @@ mod tests {
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let want = Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap();
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want);
-        let first = b.resident_cache().first().cloned().expect("the bases are resident");
+        let key = |b: &CudaBackend| b.resident_cache().keys_by_use().first().copied().expect("the bases are resident");
+        let first = b.resident_cache().get(&key(&b)).expect("the bases are resident");
         let r = catch_unwind(AssertUnwindSafe(|| {
             let _g = b.device();
             panic!("injected panic under the device lock");
@@ -844,7 +913,7 @@ mod tests {
         assert!(r.is_err());
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want, "the device must serve after the panic");
         assert_eq!(b.lock.recoveries(), 1);
-        let second = b.resident_cache().first().cloned().expect("the bases are resident again");
+        let second = b.resident_cache().get(&key(&b)).expect("the bases are resident again");
         assert!(!Arc::ptr_eq(&first, &second), "what was resident when the panic hit must be uploaded again");
     }
 }

@@ -50,6 +50,7 @@ mod cuda;
 #[cfg(feature = "cuda")]
 mod ffi;
 pub mod lock;
+pub mod residency;
 
 pub use lock::DeviceLock;
 
@@ -118,13 +119,21 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
 /// Opens the CUDA backend on `device` (an index into [`devices`]): [`GpuError::NotBuilt`]
 /// without CUDA, [`GpuError::BadDevice`] for an index past the devices present.
 pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
+    open_with(device, None)
+}
+
+/// [`open`], keeping at most `resident_budget` device bytes of SRS sections between calls
+/// (`None`: as many as the device holds). When a section does not fit, the least recently
+/// used sections no running call holds are dropped; a section larger than the budget travels
+/// with each call instead of staying resident.
+pub fn open_with(device: usize, resident_budget: Option<u64>) -> Result<Box<dyn Backend>, GpuError> {
     #[cfg(feature = "cuda")]
     {
-        Ok(Box::new(cuda::CudaBackend::new(device)?))
+        Ok(Box::new(cuda::CudaBackend::new(device, resident_budget)?))
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = device;
+        let _ = (device, resident_budget);
         Err(GpuError::NotBuilt)
     }
 }

@@ -332,6 +332,7 @@ pub struct Engine {
     budget: Budget,
     next_id: AtomicU64,
     stats: Arc<Stats>,
+    devices: Vec<Device>,
 }
 
 /// Counters over the engine's life.
@@ -411,7 +412,12 @@ impl Engine {
         let (trace_f, inflight_f) = (stage.trace.clone(), stage.inflight.clone());
         drop(stage);
         threads.push(spawn("cuzk-finalize".into(), finalize_stage(trace_f, inflight_f, done_rx, stats.clone()))?);
-        Ok(Engine { submit: Some(submissions), threads, trace, budget, next_id: AtomicU64::new(1), stats })
+        Ok(Engine { submit: Some(submissions), threads, trace, budget, next_id: AtomicU64::new(1), stats, devices: cfg.devices })
+    }
+
+    /// The proving devices (for what they keep resident, and to make them forget it).
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
     }
 
     /// Queues a job at [`Priority::Normal`]; its outcome comes through the ticket.

@@ -15,6 +15,7 @@ use cuzk_core::registry::Registry;
 use cuzk_pce::cache::{self, Outcome};
 use cuzk_pce::{PceError, PreCompiledCircuit};
 
+use crate::engine::Device;
 use crate::kind::{CircuitId, ProofKind};
 use crate::PipelineError;
 
@@ -108,6 +109,15 @@ pub fn resident(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<
 /// returns what was resident.
 pub fn evict(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
     (PCES.evict(&id.identity), PARAMS.evict(&id.identity))
+}
+
+/// Drops the devices' resident copies of `params`' SRS sections — call it as the host lets
+/// the parameters go, or the device keeps copies no proof will ask for again until memory
+/// runs short. Returns the device bytes freed now (a copy a running call holds goes when the
+/// call ends; a proof still in flight uploads what it needs again).
+pub fn forget_on_devices(params: &Parameters<Bls12>, devices: &[Device]) -> u64 {
+    let g1: [&[blstrs::G1Affine]; 4] = [&params.h, &params.l, &params.a, &params.b_g1];
+    devices.iter().map(|d| d.backend.forget_bases(&g1, &[&params.b_g2])).sum()
 }
 
 /// Host bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B).

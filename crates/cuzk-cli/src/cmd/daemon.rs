@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use cuzk_daemon::DaemonConfig;
 
-use crate::args::{make_devices, BackendArg};
+use crate::args::{make_devices_with, BackendArg};
 use crate::context::settings;
 
 #[derive(Args)]
@@ -49,7 +49,7 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         print!("{}", cfg.render());
         return Ok(ExitCode::SUCCESS);
     }
-    let devices = make_devices(backend_of(&cfg.engine.backend)?)?;
+    let devices = make_devices_with(backend_of(&cfg.engine.backend)?, cfg.device_budget_bytes())?;
     let rt = runtime()?;
     let clean = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};

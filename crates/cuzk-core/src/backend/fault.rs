@@ -175,6 +175,14 @@ mod faulty {
             self.inner.overlap_h()
         }
 
+        fn resident_report(&self) -> crate::backend::ResidentReport {
+            self.inner.resident_report()
+        }
+
+        fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[blstrs::G2Affine]]) -> u64 {
+            self.inner.forget_bases(g1, g2)
+        }
+
         fn quotient_msm_h(
             &self,
             mut a: Vec<Scalar>,

@@ -224,6 +224,22 @@ pub trait Ntt: Send + Sync {
     }
 }
 
+/// A device backend's resident copies (SRS sections, matrices) at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResidentReport {
+    /// Sections resident now.
+    pub sections: usize,
+    /// Device bytes they hold.
+    pub bytes: u64,
+    /// The cap on those bytes (`None`: the whole device; copies are then dropped only when
+    /// an upload fails for want of memory).
+    pub budget_bytes: Option<u64>,
+    /// Sections dropped so far to make room for others (least recently used first).
+    pub evictions: u64,
+    /// Sections too large for the budget, so their bases travelled with each call instead.
+    pub streamed: u64,
+}
+
 /// Everything the prover needs from a backend.
 pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// Short name for logs and reports ("cpu", "cuda").
@@ -236,6 +252,18 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// same cores.
     fn overlap_h(&self) -> bool {
         false
+    }
+
+    /// What this backend keeps in device memory between calls (nothing, on the CPU).
+    fn resident_report(&self) -> ResidentReport {
+        ResidentReport::default()
+    }
+
+    /// Drops the device copies of these host bases — the sections of parameters the host is
+    /// evicting — and returns the device bytes freed now (a copy a running call holds is freed
+    /// when that call ends). The CPU keeps no copies.
+    fn forget_bases(&self, _g1: &[&[G1Affine]], _g2: &[&[G2Affine]]) -> u64 {
+        0
     }
 
     /// `Σ h[i]·h_bases[i]` for the quotient `h` of a, b, c, with the time the quotient took.

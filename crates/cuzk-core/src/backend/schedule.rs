@@ -35,6 +35,14 @@ impl Backend for Scheduled<'_> {
         self.overlap
     }
 
+    fn resident_report(&self) -> super::ResidentReport {
+        self.inner.resident_report()
+    }
+
+    fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[blstrs::G2Affine]]) -> u64 {
+        self.inner.forget_bases(g1, g2)
+    }
+
     fn quotient_msm_h(
         &self,
         a: Vec<Scalar>,

@@ -1,0 +1,236 @@
+//! Which SRS sections stay in device memory: a set of resident copies under a byte budget,
+//! least recently used dropped first when a new one needs the room. A copy a running call
+//! still holds (its `Arc` is shared) is never chosen, so eviction cannot free memory under a
+//! kernel; a section larger than the whole budget is refused, and the caller streams its bases
+//! with each call instead. The set knows keys, sizes and use order — not CUDA — so the policy
+//! is tested without a device; the CUDA backend keeps its device handles in it.
+
+use std::sync::Arc;
+
+use cuzk_core::backend::ResidentReport;
+
+/// Which host slice a resident copy mirrors: curve tag, address, length and a fingerprint of
+/// its contents (a freed slice's address can be reused for other points).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionKey {
+    /// The curve (G1 or G2) of the points.
+    pub tag: u8,
+    /// The host slice's address.
+    pub addr: usize,
+    /// Its length in points.
+    pub len: usize,
+    /// A sample of its contents.
+    pub fingerprint: u64,
+}
+
+struct Entry<T> {
+    key: SectionKey,
+    bytes: u64,
+    last_use: u64,
+    value: Arc<T>,
+}
+
+/// Why a section cannot be made resident now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoRoom {
+    /// It is larger than the whole budget.
+    OverBudget,
+    /// Copies in use by running calls hold the room it needs.
+    Busy,
+}
+
+/// Resident copies under an optional byte budget.
+pub struct ResidentSet<T> {
+    entries: Vec<Entry<T>>,
+    budget: Option<u64>,
+    clock: u64,
+    evictions: u64,
+    streamed: u64,
+}
+
+impl<T> ResidentSet<T> {
+    /// An empty set; `budget` caps the bytes it holds (`None`: no cap).
+    pub fn new(budget: Option<u64>) -> Self {
+        ResidentSet { entries: Vec::new(), budget, clock: 0, evictions: 0, streamed: 0 }
+    }
+
+    /// The copy of `key`, marked as just used.
+    pub fn get(&mut self, key: &SectionKey) -> Option<Arc<T>> {
+        self.clock += 1;
+        let now = self.clock;
+        let e = self.entries.iter_mut().find(|e| e.key == *key)?;
+        e.last_use = now;
+        Some(e.value.clone())
+    }
+
+    /// Drops copies of the slice at `addr` with curve `tag` whatever their length or
+    /// contents: that slice is gone, or holds other points now.
+    pub fn remove_stale(&mut self, tag: u8, addr: usize) {
+        self.entries.retain(|e| !(e.key.tag == tag && e.key.addr == addr));
+    }
+
+    /// Frees room for `bytes` more under the budget, dropping unused copies least recently
+    /// used first. On `Err` nothing was dropped.
+    pub fn make_room(&mut self, bytes: u64) -> Result<(), NoRoom> {
+        let Some(budget) = self.budget else { return Ok(()) };
+        if bytes > budget {
+            self.streamed += 1;
+            return Err(NoRoom::OverBudget);
+        }
+        let free_now = budget.saturating_sub(self.bytes());
+        let reclaimable: u64 = self.entries.iter().filter(|e| Arc::strong_count(&e.value) == 1).map(|e| e.bytes).sum();
+        if free_now + reclaimable < bytes {
+            self.streamed += 1;
+            return Err(NoRoom::Busy);
+        }
+        while budget.saturating_sub(self.bytes()) < bytes {
+            self.evict_lru();
+        }
+        Ok(())
+    }
+
+    /// Drops the least recently used copy no call holds; `false` when there is none.
+    pub fn evict_lru(&mut self) -> bool {
+        let victim = self.entries.iter().enumerate().filter(|(_, e)| Arc::strong_count(&e.value) == 1).min_by_key(|(_, e)| e.last_use);
+        let Some((i, _)) = victim else { return false };
+        self.entries.swap_remove(i);
+        self.evictions += 1;
+        true
+    }
+
+    /// Adds a copy of `bytes` device bytes (after [`ResidentSet::make_room`]).
+    pub fn insert(&mut self, key: SectionKey, bytes: u64, value: Arc<T>) {
+        self.clock += 1;
+        self.entries.push(Entry { key, bytes, last_use: self.clock, value });
+    }
+
+    /// Drops the copies of curve `tag` whose host slices lie inside the host byte range
+    /// `range` (a parameter section, of which a prover may have used sub-slices), with
+    /// `point_size` host bytes per point; returns the bytes freed now (copies a running call
+    /// holds are freed when it lets go, and are not counted).
+    pub fn forget(&mut self, tag: u8, range: std::ops::Range<usize>, point_size: usize) -> u64 {
+        let mut freed = 0;
+        self.entries.retain(|e| {
+            let k = e.key;
+            let hit = k.tag == tag && k.addr >= range.start && k.addr + k.len * point_size <= range.end;
+            if hit && Arc::strong_count(&e.value) == 1 {
+                freed += e.bytes;
+            }
+            !hit
+        });
+        freed
+    }
+
+    /// Drops every copy (after a panic under the device lock, or before a last-chance retry).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.entries.iter().map(|e| e.bytes).sum()
+    }
+
+    /// What is resident, for status and metrics.
+    pub fn report(&self) -> ResidentReport {
+        ResidentReport {
+            sections: self.entries.len(),
+            bytes: self.bytes(),
+            budget_bytes: self.budget,
+            evictions: self.evictions,
+            streamed: self.streamed,
+        }
+    }
+
+    /// The copies, most recently used last (for tests and logs).
+    pub fn keys_by_use(&self) -> Vec<SectionKey> {
+        let mut v: Vec<_> = self.entries.iter().map(|e| (e.last_use, e.key)).collect();
+        v.sort_by_key(|(t, _)| *t);
+        v.into_iter().map(|(_, k)| k).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(addr: usize) -> SectionKey {
+        SectionKey { tag: 1, addr, len: 10, fingerprint: addr as u64 * 7 }
+    }
+
+    fn add(set: &mut ResidentSet<usize>, addr: usize, bytes: u64) -> Result<Arc<usize>, NoRoom> {
+        set.make_room(bytes)?;
+        let v = Arc::new(addr);
+        set.insert(key(addr), bytes, v.clone());
+        Ok(v)
+    }
+
+    #[test]
+    fn the_least_recently_used_unheld_copy_goes_first() {
+        let mut set = ResidentSet::new(Some(100));
+        for a in [1, 2, 3] {
+            drop(add(&mut set, a, 30).unwrap());
+        }
+        assert!(set.get(&key(1)).is_some(), "1 is used again: 2 is now the oldest");
+        drop(add(&mut set, 4, 30).unwrap());
+        assert_eq!(set.keys_by_use(), vec![key(3), key(1), key(4)]);
+        assert_eq!(set.report(), ResidentReport { sections: 3, bytes: 90, budget_bytes: Some(100), evictions: 1, streamed: 0 });
+        // 60 more: the two oldest go.
+        drop(add(&mut set, 5, 60).unwrap());
+        assert_eq!(set.keys_by_use(), vec![key(4), key(5)]);
+        assert_eq!(set.report().evictions, 3);
+        assert!(set.bytes() <= 100);
+    }
+
+    #[test]
+    fn copies_in_use_are_never_evicted_and_the_caller_is_told_to_stream() {
+        let mut set = ResidentSet::new(Some(100));
+        let held = add(&mut set, 1, 60).unwrap();
+        drop(add(&mut set, 2, 30).unwrap());
+        assert_eq!(add(&mut set, 3, 50).unwrap_err(), NoRoom::Busy, "only 40 bytes are reclaimable");
+        assert_eq!(set.keys_by_use(), vec![key(1), key(2)], "a refused request drops nothing");
+        assert_eq!(add(&mut set, 3, 101).unwrap_err(), NoRoom::OverBudget);
+        assert_eq!(set.report().streamed, 2);
+        drop(add(&mut set, 3, 40).unwrap());
+        assert_eq!(set.keys_by_use(), vec![key(1), key(3)], "the unheld copy made the room");
+        drop(held);
+        drop(add(&mut set, 4, 90).unwrap());
+        assert_eq!(set.keys_by_use(), vec![key(4)]);
+        assert!(set.evict_lru());
+        assert_eq!(set.bytes(), 0);
+        assert!(!set.evict_lru(), "nothing left to drop");
+    }
+
+    #[test]
+    fn without_a_budget_nothing_is_evicted_until_asked() {
+        let mut set = ResidentSet::new(None);
+        for a in 0..10 {
+            drop(add(&mut set, a, 1 << 40).unwrap());
+        }
+        assert_eq!(set.report().sections, 10);
+        assert!(set.evict_lru());
+        assert!(set.get(&key(0)).is_none(), "the oldest went first");
+        assert_eq!(set.report().evictions, 1);
+    }
+
+    #[test]
+    fn forgetting_a_slice_frees_its_copy_and_stale_addresses_are_dropped() {
+        // Sections of 10 points of 1 byte at addresses 100 and 200; a section is forgotten
+        // when it lies inside the range, whatever sub-slice the prover used.
+        let mut set = ResidentSet::new(Some(100));
+        drop(add(&mut set, 100, 20).unwrap());
+        let held = add(&mut set, 200, 30).unwrap();
+        assert_eq!(set.forget(2, 0..1000, 1), 0, "another curve");
+        assert_eq!(set.forget(1, 95..105, 1), 0, "the section reaches past the range");
+        assert_eq!(set.forget(1, 90..110, 1), 20);
+        assert_eq!(set.forget(1, 200..210, 1), 0, "held by a call: freed when it ends, not now");
+        assert_eq!(set.report().sections, 0);
+        drop(held);
+        assert_eq!(set.forget(1, 0..1000, 1), 0, "already gone");
+        drop(add(&mut set, 5, 20).unwrap());
+        let other = SectionKey { fingerprint: 99, ..key(5) };
+        assert!(set.get(&other).is_none(), "other contents at the same address are not a hit");
+        set.remove_stale(1, 5);
+        assert_eq!(set.report().sections, 0);
+    }
+}
