@@ -17,6 +17,10 @@
 # d: needs a and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep sectors
 #    of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent lane and
 #    without (LANES, default on,off), REQUESTS (20) loaded requests each.
+# e: SnapDeals (issue 25's figures): a synthetic 32 GiB update request (`gen-update
+#    --synthetic`: real structure, random contents), one of its 16 partitions through `bench
+#    partition --update` on cuda under random parameters of the exact layout: PCE figures
+#    (constraints, non-zeros, extraction), witness time, GPU time per partition.
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
 BIN=${BIN:-target/cuda-bin/cuzk}
@@ -66,6 +70,12 @@ c)
     step part32-porep 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 1 --matvec device --overlap on \
         --write-params "$WORK/params" --json "$OUT/partition32-porep.json"
     ls -la "$WORK/params"
+    ;;
+e)
+    step gen32-update 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
+    ls -la "$WORK/update32"
+    step part32-update 560 "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
+        --json "$OUT/partition32-update.json"
     ;;
 d)
     step post-load 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \

@@ -180,3 +180,38 @@ fn gen_update_then_prove_update_writes_a_verified_proof_and_refuses_a_c1() {
     assert!(!o.status.success() && text(&o.stderr).contains("not a PoSt request file"), "{}", text(&o.stderr));
     assert!(!bad_out.exists());
 }
+
+#[test]
+fn a_synthetic_update_is_proved_only_with_verification_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = cuzk(&["gen-update", "--synthetic", "--sector-size", "2KiB", "--out", d.to_str().unwrap()], &[]);
+    assert!(o.status.success() && text(&o.stdout).contains("synthetic"), "{}", text(&o.stderr));
+    let o = cuzk(&["params", "ensure", "--update", "0"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (input, out) = (d.join("update.json"), d.join("update.proof"));
+    let prove = |extra: &[&str]| {
+        let mut args = vec!["prove", "--update", input.to_str().unwrap(), "--out", out.to_str().unwrap(), "--backend", "cpu"];
+        args.extend(extra);
+        cuzk(&args, &[])
+    };
+    let o = prove(&[]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success() && err.contains("synthetic") && err.contains("--no-verify"), "{err}");
+    assert!(!out.exists(), "nothing is written for a refused request");
+    let o = prove(&["--no-verify"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("NOT verified"), "{}", text(&o.stdout));
+    assert_eq!(std::fs::read(&out).unwrap().len(), 192, "one partition's proof at 2 KiB");
+    // The partition benchmark takes it too (random parameters: timing only); its repeated
+    // proofs with one (r, s) must agree.
+    let json = d.join("partition.json");
+    let o = cuzk(
+        &["bench", "partition", "--update", input.to_str().unwrap(), "--backend", "cpu", "--reps", "2", "--json", json.to_str().unwrap()],
+        &[],
+    );
+    assert!(o.status.success() && text(&o.stdout).contains("SYNTHETIC"), "{}{}", text(&o.stdout), text(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["proofs_equal"], true, "{r}");
+    assert!(r["runs"].as_array().is_some_and(|runs| runs.len() >= 2), "{r}");
+}

@@ -149,3 +149,71 @@ fn pce_identity_names_the_update_circuit_crates_in_cargo_lock() {
     assert_ne!(update.params, porep.params);
     assert!(update.params.to_string_lossy().contains("empty-sector-update"), "{}", update.params.display());
 }
+
+/// A synthetic request made with the real request's commitments has the real structure: as
+/// many partition proofs, each of the same encoded length, every Merkle path at the same
+/// leaf as filecoin-proofs-api's (challenges drawn from comm_r_new alike). It proves on the
+/// engine with verification off, is refused where a verified proof is wanted, and its file
+/// form keeps the mark (a real request's has none).
+#[test]
+fn a_synthetic_update_has_the_real_structure_and_proves_only_unverified() {
+    use cuzk_filecoin::update::synthetic;
+    use filecoin_proofs::types::PartitionProof;
+    let w = world();
+    let real = &w.input;
+    let comms = [real.comm_r_old, real.comm_r_new, real.comm_d_new];
+    let fake = synthetic::update_with(real.registered_proof, comms, 7).unwrap();
+    assert!(fake.synthetic && !real.synthetic);
+    assert_eq!(fake.vanilla_proofs.len(), real.vanilla_proofs.len());
+    for (k, (f, r)) in fake.vanilla_proofs.iter().zip(&real.vanilla_proofs).enumerate() {
+        assert_eq!(f.len(), r.len(), "partition {k}: encoded lengths differ");
+        assert_ne!(f, r);
+        let (f, r): (PartitionProof<SectorShape2KiB>, PartitionProof<SectorShape2KiB>) =
+            (input::decode(f).unwrap(), input::decode(r).unwrap());
+        assert_eq!(f.challenge_proofs.len(), r.challenge_proofs.len());
+        for (c, (f, r)) in f.challenge_proofs.iter().zip(&r.challenge_proofs).enumerate() {
+            let at = |p: &storage_proofs_update::ChallengeProof<SectorShape2KiB>| {
+                use storage_proofs_core::merkle::MerkleProofTrait;
+                [p.proof_r_old.path_index(), p.proof_d_new.path_index(), p.proof_r_new.path_index()]
+            };
+            assert_eq!(at(f), at(r), "partition {k}, challenge {c}: paths at other leaves");
+        }
+    }
+
+    // Random contents: the deep check is skipped, verification refused by name.
+    w.kind.check(&fake, false).unwrap();
+    let e = w.kind.check(&fake, true).unwrap_err().to_string();
+    assert!(e.contains("synthetic") && e.contains("--no-verify"), "{e}");
+    let mut unmarked = fake.clone();
+    unmarked.synthetic = false;
+    assert!(w.kind.check(&unmarked, false).unwrap_err().to_string().contains("do not verify"));
+    let proof = prove(&w.kind, fake.clone(), None);
+    assert_eq!(proof.len(), 192 * fake.vanilla_proofs.len());
+    assert!(verify::ensure_valid(&fake, &proof).is_err());
+
+    let file = serde_json::to_value(fake.to_file()).unwrap();
+    assert_eq!(file["cuzk_synthetic"], true);
+    let again = UpdateInput::from_file_bytes("again", &serde_json::to_vec(&file).unwrap()).unwrap();
+    assert!(again.synthetic && again.vanilla_proofs == fake.vanilla_proofs);
+    assert!(serde_json::to_value(real.to_file()).unwrap().get("cuzk_synthetic").is_none());
+}
+
+/// At 32 GiB (16 partitions, oct trees with an oct sub-tree): made in seconds, and every
+/// partition proof passes the request's shape checks for that size.
+#[test]
+fn a_synthetic_32gib_update_passes_the_shape_checks() {
+    use cuzk_filecoin::update::synthetic;
+    let rp = registry::for_size(32 << 30).unwrap();
+    let t = std::time::Instant::now();
+    let fake = synthetic::update(rp, 1).unwrap();
+    let pp = input::public_params(rp);
+    assert_eq!(fake.vanilla_proofs.len(), pp.partition_count);
+    assert_eq!(pp.partition_count, 16);
+    let again = UpdateInput::new("again", rp, &fake.comm_r_old, &fake.comm_r_new, &fake.comm_d_new, fake.vanilla_proofs.clone());
+    assert!(again.is_ok(), "{:?}", again.err());
+    eprintln!(
+        "32 GiB synthetic update: {} bytes in {:.1} s",
+        fake.vanilla_proofs.iter().map(Vec::len).sum::<usize>(),
+        t.elapsed().as_secs_f64()
+    );
+}

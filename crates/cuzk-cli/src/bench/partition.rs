@@ -22,6 +22,7 @@ use cuzk_core::mem::{self, cpu_seconds};
 use cuzk_filecoin::porep::c1::C1;
 use cuzk_filecoin::porep::sector::SectorIdentity;
 use cuzk_filecoin::post::{self, PostInput};
+use cuzk_filecoin::update::{self, UpdateInput};
 use cuzk_pce::witness::WitnessCs;
 use cuzk_pce::PreCompiledCircuit;
 use ff::Field;
@@ -33,10 +34,12 @@ use anyhow::{anyhow, Result};
 use cuzk_filecoin::porep::pce as porep;
 use cuzk_pce::prove::{densities, MatVecPlace};
 
-/// The partition measured: partition `partition` of a C1, or a PoSt request's one partition.
+/// The partition measured: partition `partition` of a C1 or of a SnapDeals request, or a
+/// PoSt request's one partition.
 pub enum Subject<'a> {
     PoRep { c1: &'a C1, id: &'a SectorIdentity, partition: usize },
     Post(&'a PostInput),
+    Update { input: &'a UpdateInput, partition: usize },
 }
 
 impl Subject<'_> {
@@ -45,6 +48,7 @@ impl Subject<'_> {
         match self {
             Subject::PoRep { c1, partition, .. } => (c1.path.display().to_string(), c1.synthetic, *partition),
             Subject::Post(p) => (p.source.clone(), false, p.partition_index),
+            Subject::Update { input, partition } => (input.source.clone(), input.synthetic, *partition),
         }
     }
 
@@ -53,6 +57,7 @@ impl Subject<'_> {
         Ok(match self {
             Subject::PoRep { c1, .. } => k.porep.shared_pce(c1.registered_proof)?.0,
             Subject::Post(p) => k.post.shared_pce(p.registered_proof)?.0,
+            Subject::Update { input, .. } => k.update.shared_pce(input.registered_proof)?.0,
         })
     }
 
@@ -62,6 +67,7 @@ impl Subject<'_> {
                 porep::partition_witness(c1, id, pce, *partition, crate::context::kinds().porep.witness_mode())?
             }
             Subject::Post(p) => post::circuit::partition_witness(p, pce)?,
+            Subject::Update { input, partition } => update::circuit::partition_witness(input, pce, *partition)?,
         })
     }
 
@@ -70,6 +76,7 @@ impl Subject<'_> {
         Ok(match self {
             Subject::PoRep { c1, .. } => cuzk_filecoin::porep::params::ParamPaths::for_proof(c1.registered_proof)?.params,
             Subject::Post(p) => post::circuit::param_paths(p.registered_proof)?.params,
+            Subject::Update { input, .. } => update::circuit::param_paths(input.registered_proof)?.params,
         })
     }
 }

@@ -362,12 +362,16 @@ fn witness(a: WitnessProfileArgs) -> Result<ExitCode> {
 #[derive(Args)]
 pub struct PartitionArgs {
     /// The C1 whose partition to prove.
-    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    #[arg(long, required_unless_present_any = ["post", "update"], conflicts_with_all = ["post", "update"])]
     c1: Option<PathBuf>,
     /// A PoSt request (`cuzk gen-post`, `--synthetic` at 32GiB) whose partition to prove
     /// instead of a C1's.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "update")]
     post: Option<PathBuf>,
+    /// A SnapDeals request (`cuzk gen-update`, `--synthetic` at 32GiB) whose partition
+    /// `--partition` to prove instead of a C1's.
+    #[arg(long)]
+    update: Option<PathBuf>,
     #[command(flatten)]
     sector: SectorArgs,
     #[arg(long, value_enum, default_value = "auto")]
@@ -410,6 +414,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     let PartitionArgs {
         c1,
         post,
+        update,
         sector,
         backend,
         partition,
@@ -425,19 +430,27 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     let backend = make_backend(backend)?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
-    let r = match (c1, post) {
-        (Some(c1), _) => {
+    let r = match (c1, post, update) {
+        (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;
             if c1.synthetic {
                 println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", c1.path.display());
             }
             crate::bench::partition::run(&Subject::PoRep { c1: &c1, id: &id, partition }, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?
         }
-        (None, Some(post)) => {
+        (None, Some(post), _) => {
             let input = crate::cmd::post::load(&post)?;
             crate::bench::partition::run(&Subject::Post(&input), backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?
         }
-        (None, None) => anyhow::bail!("--c1 or --post is required"),
+        (None, None, Some(update)) => {
+            // Timing only: proofs under random parameters, so a synthetic request is welcome.
+            let input = crate::cmd::update::load(&update, false)?;
+            if input.synthetic {
+                println!("{}: SYNTHETIC SnapDeals request (random contents; its circuits are not satisfied)", update.display());
+            }
+            crate::bench::partition::run(&Subject::Update { input: &input, partition }, backend.as_ref(), &o, &cuzk_gpu::take_stage_log)?
+        }
+        (None, None, None) => anyhow::bail!("--c1, --post or --update is required"),
     };
     print_partition(&r);
     if let Some(path) = json {

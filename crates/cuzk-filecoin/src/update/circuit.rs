@@ -78,15 +78,38 @@ pub fn public_inputs(input: &UpdateInput) -> Result<PublicInputs> {
     })
 }
 
-/// Every partition's circuit, after the deep check ([`UpdateInput::check`]), decoding the
-/// partition proofs once for both (what the engine's parse stage runs).
+/// Every partition's circuit, after the deep check ([`UpdateInput::check`]; none for a
+/// synthetic request), decoding the partition proofs once for both (what the engine's parse
+/// stage runs).
 pub fn checked_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     input: &UpdateInput,
 ) -> Result<Vec<EmptySectorUpdateCircuit<Tree>>> {
     let proofs = decoded::<Tree>(input)?;
-    verify_vanilla(input, &proofs)?;
+    if !input.synthetic {
+        verify_vanilla(input, &proofs)?;
+    }
     let inputs = public_inputs(input)?;
     proofs.iter().enumerate().map(|(k, p)| build(input, &inputs, p, k)).collect()
+}
+
+/// The witness of partition `k` of `input` for `pce` (after the deep check, unless the
+/// request is synthetic), as the engine's parse stage computes it: the circuit's own gadgets
+/// through a witness-only constraint system, checked against the PCE's counts.
+pub fn partition_witness(input: &UpdateInput, pce: &PreCompiledCircuit, k: usize) -> Result<cuzk_pce::witness::WitnessCs> {
+    with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce, k)
+}
+
+fn witness_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &UpdateInput,
+    pce: &PreCompiledCircuit,
+    k: usize,
+) -> Result<cuzk_pce::witness::WitnessCs> {
+    let bad = |reason: String| Error::UpdateInput { source_name: input.source.clone(), reason };
+    let circuit = checked_circuits::<Tree>(input)?
+        .into_iter()
+        .nth(k)
+        .ok_or_else(|| bad(format!("no partition {k}: the request has {}", input.vanilla_proofs.len())))?;
+    Ok(cuzk_pce::witness::checked_witness(circuit, pce)?)
 }
 
 /// Partition `k`'s circuit, built exactly as filecoin-proofs builds it.

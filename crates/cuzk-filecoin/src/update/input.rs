@@ -38,6 +38,10 @@ pub struct UpdateInput {
     pub comm_d_new: [u8; 32],
     /// One bincode `PartitionProof` per partition, in partition order.
     pub vanilla_proofs: Vec<Vec<u8>>,
+    /// Made by `cuzk gen-update --synthetic` ([`super::synthetic`]): real structure, random
+    /// contents; never verifies, so the deep check is skipped and only unverified proving is
+    /// allowed.
+    pub synthetic: bool,
 }
 
 /// The file form of a request (`cuzk gen-update` writes it, `cuzk prove --update` reads it).
@@ -55,6 +59,9 @@ pub struct UpdateFile {
     pub comm_d_new: String,
     /// Base64 of each partition proof.
     pub vanilla_proofs: Vec<String>,
+    /// Marks a synthetic request (random contents, for timing only).
+    #[serde(default, rename = "cuzk_synthetic", skip_serializing_if = "std::ops::Not::not")]
+    pub synthetic: bool,
 }
 
 /// The value of [`UpdateFile::kind`].
@@ -98,7 +105,7 @@ impl UpdateInput {
         if let Some((i, p)) = vanilla_proofs.iter().enumerate().find(|(_, p)| p.len() > MAX_PARTITION_PROOF_BYTES) {
             return Err(bad(format!("partition proof {i} has {} bytes; at most {MAX_PARTITION_PROOF_BYTES} are accepted", p.len())));
         }
-        let input = UpdateInput { source, registered_proof, comm_r_old, comm_r_new, comm_d_new, vanilla_proofs };
+        let input = UpdateInput { source, registered_proof, comm_r_old, comm_r_new, comm_d_new, vanilla_proofs, synthetic: false };
         with_shape!(registry::sector_size_of(registered_proof), shape_checked, &input)?;
         Ok(input)
     }
@@ -119,14 +126,19 @@ impl UpdateInput {
             .enumerate()
             .map(|(i, p)| base64::engine::general_purpose::STANDARD.decode(p).map_err(|e| bad(format!("partition proof {i}: {e}"))))
             .collect::<Result<Vec<_>>>()?;
-        UpdateInput::new(
+        let mut input = UpdateInput::new(
             source,
             rp,
             &hex32("comm_r_old", &f.comm_r_old)?,
             &hex32("comm_r_new", &f.comm_r_new)?,
             &hex32("comm_d_new", &f.comm_d_new)?,
             proofs,
-        )
+        )?;
+        if f.synthetic {
+            tracing::warn!(source, "synthetic SnapDeals request: real structure, random contents; its proof cannot verify");
+        }
+        input.synthetic = f.synthetic;
+        Ok(input)
     }
 
     /// The file form of this request.
@@ -139,14 +151,27 @@ impl UpdateInput {
             comm_r_new: hex::encode(self.comm_r_new),
             comm_d_new: hex::encode(self.comm_d_new),
             vanilla_proofs: self.vanilla_proofs.iter().map(|p| base64::engine::general_purpose::STANDARD.encode(p)).collect(),
+            synthetic: self.synthetic,
         }
     }
 
     /// The deep check: filecoin-proofs verifies every partition proof against comm_r_old,
     /// comm_r_new and comm_d_new (another sector's proofs, swapped commitments or a tampered
-    /// path are refused here, before any parameter is looked up).
+    /// path are refused here, before any parameter is looked up). A synthetic request, whose
+    /// contents are random by design, has had its shape checks only.
     pub fn check(&self) -> Result<()> {
+        if self.synthetic {
+            return Ok(());
+        }
         with_shape!(registry::sector_size_of(self.registered_proof), check_shaped, self)
+    }
+
+    /// Refuses a synthetic request where a verified proof is wanted (it has none).
+    pub fn refuse_synthetic(&self, verify: bool) -> Result<()> {
+        if self.synthetic && verify {
+            return Err(Error::UpdateInput { source_name: self.source.clone(), reason: super::synthetic::NOT_PROVABLE.into() });
+        }
+        Ok(())
     }
 }
 

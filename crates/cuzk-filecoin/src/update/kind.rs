@@ -48,9 +48,11 @@ impl SnapDeals {
         cuzk_pipeline::kind::job(self.clone(), input, opts)
     }
 
-    /// The request's own checks, which need neither parameters nor PCE (the partition proofs
-    /// verified against the commitments); run before anything is loaded.
-    pub fn check(&self, req: &UpdateInput) -> Result<()> {
+    /// The request's own checks, which need neither parameters nor PCE: refusal of a
+    /// synthetic request when `verify` is asked, then the partition proofs verified against
+    /// the commitments; run before anything is loaded.
+    pub fn check(&self, req: &UpdateInput, verify: bool) -> Result<()> {
+        req.refuse_synthetic(verify)?;
         req.check()
     }
 
@@ -117,6 +119,7 @@ impl ProofKind for SnapDeals {
     }
 
     fn verify(&self, req: &UpdateInput, proof: &[u8]) -> Result<()> {
+        req.refuse_synthetic(true)?;
         verify::ensure_valid(req, proof)
     }
 }
