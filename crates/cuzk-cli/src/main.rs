@@ -81,7 +81,22 @@ enum Cmd {
     Client(cmd::client::ClientArgs),
 }
 
+/// Ends the process quietly when stdout is a closed pipe (`cuzk params path | head -1`), as a
+/// command-line tool should: Rust ignores SIGPIPE, so the write fails and `println!` panics.
+/// Every other panic keeps the default report.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     logging::init(cli.log_format);
     match run(cli) {

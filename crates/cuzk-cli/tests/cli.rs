@@ -316,3 +316,20 @@ fn daemon_serves_clients_and_drains_on_sigterm() {
     let o = cuzk(&["verify", "--c1", s(&c1), "--proof", s(&proof)], &[]);
     assert!(o.status.success() && text(&o.stdout).contains("VALID"), "{}", text(&o.stdout));
 }
+
+/// Output into a pipe nobody reads (`cuzk params path | head -1` after head exits): the
+/// command ends quietly with success instead of panicking on the failed write.
+#[test]
+fn a_closed_stdout_pipe_ends_the_command_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["params", "path", "--sector-size", "2KiB"])
+        .env("RUST_LOG", "warn")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success() && !err.contains("panicked"), "{:?}: {err}", o.status);
+}
