@@ -24,21 +24,7 @@ BIN=${BIN:-.gpu/cuzk}
 SS=${SS:-.gpu/cuzk-supraseal}
 OUT=${1:?usage: PART=a|b gpu-32gib.sh OUTDIR}
 WORK=${WORK:-target/gpu-32gib}
-mkdir -p "$OUT" "$WORK/params"
-export CUZK_PCE_CACHE=$WORK/pce
-export FIL_PROOFS_PARAMETER_CACHE=$(cd "$WORK/params" && pwd)
-export RUST_LOG=${RUST_LOG:-info}
-TIME=()
-[ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
-step() {
-    local name=$1
-    shift
-    echo "== $(date -u +%T) $name: $*"
-    "${TIME[@]}" "$@" >"$OUT/$name.log" 2>&1
-    echo "rc=$?" >>"$OUT/$name.log"
-    grep -vE "^\s+(Page|Vol|Invol|Swap|File|Socket|Sig|Average|Minor|Major|Percent|Command|Exit|Elapsed|System|User)" "$OUT/$name.log" \
-        | grep -v "INFO" | tail -25
-}
+source "$(dirname "$0")/gpu-lib.sh"
 proof_of() { grep -o '"proof_hex": "[0-9a-f]*"' "$1" | head -1; }
 part_b_pipeline() {
     step pipe32 "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda --no-verify --num-proofs ${PIPE_N:-1} -j ${PIPE_J:-2} \

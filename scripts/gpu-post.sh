@@ -26,59 +26,46 @@ set -u
 BIN=${BIN:-target/cuda-bin/cuzk}
 OUT=${1:?usage: PART=a|b gpu-post.sh OUTDIR}
 WORK=${WORK:-/tmp/gpu-post}
-mkdir -p "$OUT" "$WORK/params"
-export CUZK_PCE_CACHE=$WORK/pce
-export FIL_PROOFS_PARAMETER_CACHE=$(cd "$WORK/params" && pwd)
-export RUST_LOG=${RUST_LOG:-info}
-TIME=()
-[ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)
-step() { # name timeout command...
-    local name=$1 limit=$2
-    shift 2
-    echo "== $(date -u +%T) $name: $*"
-    timeout "$limit" "${TIME[@]}" "$@" >"$OUT/$name.log" 2>&1
-    echo "rc=$?" >>"$OUT/$name.log"
-    grep -vE "^\s+(Page|Vol|Invol|Swap|File|Socket|Sig|Average|Minor|Major|Percent|Command|Exit|System|User)" "$OUT/$name.log" \
-        | grep -v "INFO" | tail -14
-}
+STEP_TAIL=14
+source "$(dirname "$0")/gpu-lib.sh"
 case ${PART:-a} in
 a)
     { date -u; nproc; free -g; nvidia-smi; } >"$OUT/machine.txt" 2>&1
     "$BIN" --version | tee "$OUT/version.txt"
-    step params2k 120 "$BIN" params ensure --sector-size 2KiB
-    step doctor 120 "$BIN" doctor
-    step gen2k 120 "$BIN" gen-post --sector-size 2KiB --sectors 3 --out "$WORK/post2k"
-    step params-win2k 120 "$BIN" params ensure --post 0
-    step params-win2k-window 120 "$BIN" params ensure --post 10
+    step params2k timeout 120 "$BIN" params ensure --sector-size 2KiB
+    step doctor timeout 120 "$BIN" doctor
+    step gen2k timeout 120 "$BIN" gen-post --sector-size 2KiB --sectors 3 --out "$WORK/post2k"
+    step params-win2k timeout 120 "$BIN" params ensure --post 0
+    step params-win2k-window timeout 120 "$BIN" params ensure --post 10
     for f in winning window-0 window-1; do
-        step "prove2k-$f" 120 "$BIN" prove --post "$WORK/post2k/$f.json" --backend cuda --out "$OUT/2k-$f.proof"
+        step "prove2k-$f" timeout 120 "$BIN" prove --post "$WORK/post2k/$f.json" --backend cuda --out "$OUT/2k-$f.proof"
     done
-    step bench2k-winning 150 "$BIN" bench post --post "$WORK/post2k/winning.json" --backend cuda --runs 5 --json "$OUT/bench2k-winning.json"
-    step gen32 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"
-    step params-win32 300 "$BIN" params ensure --post 3
-    step bench32-winning-cuda 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs 20 --json "$OUT/bench32-winning-cuda.json"
-    step bench32-winning-cpu 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cpu --runs 3 --json "$OUT/bench32-winning-cpu.json"
+    step bench2k-winning timeout 150 "$BIN" bench post --post "$WORK/post2k/winning.json" --backend cuda --runs 5 --json "$OUT/bench2k-winning.json"
+    step gen32 timeout 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"
+    step params-win32 timeout 300 "$BIN" params ensure --post 3
+    step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs 20 --json "$OUT/bench32-winning-cuda.json"
+    step bench32-winning-cpu timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cpu --runs 3 --json "$OUT/bench32-winning-cpu.json"
     ls -la "$WORK/params" "$WORK/pce"
     ;;
 b)
-    step gen32-window 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
+    step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
     ls -la "$WORK/post32w"
-    step part32-window 500 "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --json "$OUT/partition32-window.json"
+    step part32-window timeout 500 "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --json "$OUT/partition32-window.json"
     ;;
 c)
-    step gen32-c1 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
-    step part32-porep 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 1 --matvec device --overlap on \
+    step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
+    step part32-porep timeout 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 1 --matvec device --overlap on \
         --write-params "$WORK/params" --json "$OUT/partition32-porep.json"
     ls -la "$WORK/params"
     ;;
 e)
-    step gen32-update 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
+    step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
     ls -la "$WORK/update32"
-    step part32-update 560 "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
+    step part32-update timeout 560 "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
         --json "$OUT/partition32-update.json"
     ;;
 d)
-    step post-load 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \
+    step post-load timeout 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \
         --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --json "$OUT/post-load.json"
     ;;
 esac

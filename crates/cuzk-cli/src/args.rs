@@ -7,6 +7,31 @@ use clap::{Args, ValueEnum};
 use cuzk_filecoin::porep::sector;
 use cuzk_filecoin::porep::RegisteredSealProof;
 
+/// What every request generator (`gen-post`, `gen-update`) takes.
+#[derive(Args)]
+pub struct GenArgs {
+    /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
+    #[arg(long, default_value = "2KiB")]
+    pub sector_size: String,
+    #[arg(long, default_value_t = 1000)]
+    pub miner_id: u64,
+    /// Seed for every random byte written (same seed, same files).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output directory (made when missing).
+    #[arg(long)]
+    pub out: std::path::PathBuf,
+}
+
+impl GenArgs {
+    /// The sector size in bytes, once the output directory exists.
+    pub fn prepare(&self) -> Result<u64> {
+        let size = sector::parse_sector_size(&self.sector_size)?;
+        std::fs::create_dir_all(&self.out).with_context(|| format!("{}: cannot create the output directory", self.out.display()))?;
+        Ok(size)
+    }
+}
+
 #[derive(Args)]
 pub struct SectorArgs {
     /// Miner id (the prover id is its ID-address payload). Default: from the C1's .meta.json.

@@ -2,7 +2,7 @@
 //! WindowPoSt request files a miner would send for them, and [`prove_file`] proves one such
 //! file through the engine for `cuzk prove --post`. It must not know the daemon.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -15,26 +15,20 @@ use cuzk_filecoin::post::{circuit, PostInput};
 use cuzk_pipeline::JobOptions;
 use rand::{RngCore, SeedableRng};
 
-use crate::args::EngineArgs;
+use crate::args::{EngineArgs, GenArgs};
 use crate::context::kinds;
 use crate::engine_run::prove_job;
 use crate::input::write_json;
 
 #[derive(Args)]
 pub struct GenPostArgs {
-    #[arg(long, default_value = "2KiB")]
-    sector_size: String,
+    /// Writes `winning.json` and `window-<partition>.json` into `--out`; the seed fixes the
+    /// sectors' contents and the randomness.
+    #[command(flatten)]
+    gen: GenArgs,
     /// Sectors to seal; the WindowPoSt files cover them all, one file per partition.
     #[arg(long, default_value_t = 3)]
     sectors: usize,
-    #[arg(long, default_value_t = 1000)]
-    miner_id: u64,
-    /// Seed for the sectors' contents and the randomness (same seed, same files).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output directory: `winning.json` and `window-<partition>.json`.
-    #[arg(long)]
-    out: PathBuf,
     /// Seal nothing: each sector is a sparse Merkle tree with random leaves at the challenged
     /// positions and zero elsewhere, so any sector size (32GiB, 64GiB) takes seconds. The
     /// requests pass the vanilla check and their proofs verify like a real sector's; for
@@ -44,23 +38,22 @@ pub struct GenPostArgs {
 }
 
 pub fn gen(a: GenPostArgs) -> Result<ExitCode> {
-    let size = sector::parse_sector_size(&a.sector_size)?;
     anyhow::ensure!(a.sectors > 0, "--sectors must be at least 1");
-    std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
-    let randomness = randomness(a.seed);
+    let size = a.gen.prepare()?;
+    let randomness = randomness(a.gen.seed);
     if a.synthetic {
         return gen_synthetic(&a, size, randomness);
     }
     let work = tempfile::Builder::new().prefix("cuzk-gen-post-").tempdir().context("creating a work directory")?;
     tracing::info!(sectors = a.sectors, size = %sector::size_name(size), "sealing");
-    let sealed = SealedSectors::seal(size, a.sectors, a.miner_id, a.seed, work.path())?;
+    let sealed = SealedSectors::seal(size, a.sectors, a.gen.miner_id, a.gen.seed, work.path())?;
     let winning = sealed.winning_post(randomness)?;
-    write_request(&a.out.join("winning.json"), &winning)?;
+    write_request(&a.gen.out.join("winning.json"), &winning)?;
     let per_partition = circuit::shape(winning_window(size)?)?.sectors_per_partition;
     let numbers: Vec<u64> = sealed.sectors.iter().map(|(n, _)| *n).collect();
     for (k, chunk) in numbers.chunks(per_partition).enumerate() {
         let window = sealed.window_post(randomness, k, chunk)?;
-        write_request(&a.out.join(format!("window-{k}.json")), &window)?;
+        write_request(&a.gen.out.join(format!("window-{k}.json")), &window)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -78,13 +71,13 @@ fn randomness(seed: u64) -> [u8; 32] {
 fn gen_synthetic(a: &GenPostArgs, size: u64, randomness: [u8; 32]) -> Result<ExitCode> {
     use cuzk_filecoin::post::{registry, synthetic};
     let started = std::time::Instant::now();
-    let winning = synthetic::winning_post(registry::for_size(size, true)?, a.miner_id, randomness, a.seed)?;
-    write_request(&a.out.join("winning.json"), &winning)?;
+    let winning = synthetic::winning_post(registry::for_size(size, true)?, a.gen.miner_id, randomness, a.gen.seed)?;
+    write_request(&a.gen.out.join("winning.json"), &winning)?;
     let rp = winning_window(size)?;
     let partitions = (a.sectors as u64).div_ceil(circuit::shape(rp)?.sectors_per_partition as u64);
     for k in 0..partitions as usize {
-        let window = synthetic::window_post(rp, a.miner_id, randomness, a.sectors as u64, k, a.seed)?;
-        write_request(&a.out.join(format!("window-{k}.json")), &window)?;
+        let window = synthetic::window_post(rp, a.gen.miner_id, randomness, a.sectors as u64, k, a.gen.seed)?;
+        write_request(&a.gen.out.join(format!("window-{k}.json")), &window)?;
     }
     tracing::info!(seconds = started.elapsed().as_secs_f64(), "synthetic PoSt requests written");
     Ok(ExitCode::SUCCESS)

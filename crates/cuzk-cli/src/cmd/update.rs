@@ -2,7 +2,7 @@
 //! and writes the update request Curio would send for it, and [`prove_file`] proves one such
 //! file through the engine for `cuzk prove --update`. It must not know the daemon.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -13,23 +13,17 @@ use cuzk_filecoin::porep::sector;
 use cuzk_filecoin::update::{fixture, input, synthetic, UpdateInput};
 use cuzk_pipeline::JobOptions;
 
-use crate::args::EngineArgs;
+use crate::args::{EngineArgs, GenArgs};
 use crate::context::kinds;
 use crate::engine_run::prove_job;
 use crate::input::write_json;
 
 #[derive(Args)]
 pub struct GenUpdateArgs {
-    #[arg(long, default_value = "2KiB")]
-    sector_size: String,
-    #[arg(long, default_value_t = 1000)]
-    miner_id: u64,
-    /// Seed for the sector's and the new data's contents (same seed, same file).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output directory: `update.json`.
-    #[arg(long)]
-    out: PathBuf,
+    /// Writes `update.json` into `--out`; the seed fixes the sector's and the new data's
+    /// contents.
+    #[command(flatten)]
+    gen: GenArgs,
     /// Write a synthetic request instead: no sector is sealed; the real structure (partition
     /// count, challenges, Merkle path shapes) with random contents, at any size (32 GiB in a
     /// few seconds). Its proof cannot verify: prove it with --no-verify, to time proving.
@@ -38,12 +32,11 @@ pub struct GenUpdateArgs {
 }
 
 pub fn gen(a: GenUpdateArgs) -> Result<ExitCode> {
-    let size = sector::parse_sector_size(&a.sector_size)?;
-    std::fs::create_dir_all(&a.out).with_context(|| format!("{}: cannot create the output directory", a.out.display()))?;
+    let size = a.gen.prepare()?;
     if a.synthetic {
         let started = std::time::Instant::now();
-        let update = synthetic::update(cuzk_filecoin::update::registry::for_size(size)?, a.seed)?;
-        let path = a.out.join("update.json");
+        let update = synthetic::update(cuzk_filecoin::update::registry::for_size(size)?, a.gen.seed)?;
+        let path = a.gen.out.join("update.json");
         write_json(&path, &update.to_file())?;
         println!(
             "wrote {} (synthetic {:?}, {} partition proofs, {:.1} s; prove it with --no-verify)",
@@ -56,8 +49,8 @@ pub fn gen(a: GenUpdateArgs) -> Result<ExitCode> {
     }
     let work = tempfile::Builder::new().prefix("cuzk-gen-update-").tempdir().context("creating a work directory")?;
     tracing::info!(size = %sector::size_name(size), "sealing a sector and encoding new data into it");
-    let update = fixture::sealed_update(size, a.miner_id, a.seed, work.path())?;
-    let path = a.out.join("update.json");
+    let update = fixture::sealed_update(size, a.gen.miner_id, a.gen.seed, work.path())?;
+    let path = a.gen.out.join("update.json");
     write_json(&path, &update.to_file())?;
     println!("wrote {} ({:?}, {} partition proofs)", path.display(), update.registered_proof, update.vanilla_proofs.len());
     Ok(ExitCode::SUCCESS)
