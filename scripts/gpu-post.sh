@@ -21,6 +21,9 @@
 #    --synthetic`: real structure, random contents), one of its 16 partitions through `bench
 #    partition --update` on cuda under random parameters of the exact layout: PCE figures
 #    (constraints, non-zeros, extraction), witness time, GPU time per partition.
+# f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
+#    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
+#    sections over the cap travel with each call.
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
 BIN=${BIN:-target/cuda-bin/cuzk}
@@ -63,6 +66,13 @@ e)
     ls -la "$WORK/update32"
     step part32-update timeout 560 "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
         --json "$OUT/partition32-update.json"
+    ;;
+f)
+    for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do
+        step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 2 --matvec device \
+            --params "$WORK/params/$(ls "$WORK/params" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
+            --json "$OUT/partition32-porep-budget-$b.json"
+    done
     ;;
 d)
     step post-load timeout 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \

@@ -148,19 +148,31 @@ pub fn make_devices_with(b: BackendArg, resident_budget: Option<u64>) -> Result<
     }
 }
 
-pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
+/// A byte size on the command line ("24GiB", "512MiB", "1.5GiB", bytes).
+pub fn byte_size(s: &str) -> Result<u64, String> {
+    cuzk_daemon::config::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+/// [`make_backend`], a GPU keeping at most `resident_budget` bytes of SRS sections between
+/// calls (`None`: the whole device); sections over it travel with each call.
+pub fn make_backend_with(b: BackendArg, resident_budget: Option<u64>) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
     let cpu = || -> std::sync::Arc<dyn cuzk_core::backend::Backend> { std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) };
+    let gpu = || cuzk_gpu::open_with(0, resident_budget).map(std::sync::Arc::from);
     match b {
         BackendArg::Cpu => Ok(cpu()),
-        BackendArg::Cuda => cuzk_gpu::open(0).map(std::sync::Arc::from).context("--backend cuda"),
-        BackendArg::Auto => match cuzk_gpu::open(0) {
-            Ok(b) => Ok(std::sync::Arc::from(b)),
+        BackendArg::Cuda => gpu().context("--backend cuda"),
+        BackendArg::Auto => match gpu() {
+            Ok(b) => Ok(b),
             Err(e) => {
                 tracing::info!("backend auto: using the CPU backend because {e}");
                 Ok(cpu())
             }
         },
     }
+}
+
+pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
+    make_backend_with(b, None)
 }
 
 /// The seal proof of a `--sector-size` value (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).

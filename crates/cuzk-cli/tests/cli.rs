@@ -333,3 +333,13 @@ fn a_closed_stdout_pipe_ends_the_command_quietly() {
     let err = text(&o.stderr);
     assert!(o.status.success() && !err.contains("panicked"), "{:?}: {err}", o.status);
 }
+
+/// A device budget that is not a byte size is refused by name before anything runs.
+#[test]
+fn a_bad_device_budget_is_refused_by_name() {
+    for cmd in [&["bench", "partition", "--c1", "x.json"][..], &["bench", "pce-pipeline", "--c1", "x.json"][..]] {
+        let o = cuzk(&[cmd, &["--device-budget", "lots"]].concat(), &[]);
+        let err = text(&o.stderr);
+        assert!(!o.status.success() && err.contains("--device-budget") && err.contains("lots"), "{cmd:?}: {err}");
+    }
+}

@@ -207,7 +207,20 @@ fn a_synthetic_update_is_proved_only_with_verification_off() {
     // proofs with one (r, s) must agree.
     let json = d.join("partition.json");
     let o = cuzk(
-        &["bench", "partition", "--update", input.to_str().unwrap(), "--backend", "cpu", "--reps", "2", "--json", json.to_str().unwrap()],
+        &[
+            "bench",
+            "partition",
+            "--update",
+            input.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--device-budget",
+            "1GiB",
+            "--reps",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         &[],
     );
     assert!(o.status.success() && text(&o.stdout).contains("SYNTHETIC"), "{}{}", text(&o.stdout), text(&o.stderr));

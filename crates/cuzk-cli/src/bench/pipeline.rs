@@ -23,7 +23,7 @@ use cuzk_pipeline::JobOptions;
 use cuzk_pipeline::{Config, Engine, Trace, WorkingSet};
 use serde::Serialize;
 
-use crate::args::{make_devices, BackendArg, SectorArgs};
+use crate::args::{make_devices_with, BackendArg, SectorArgs};
 use crate::context::kinds;
 use crate::input::load_input;
 
@@ -44,6 +44,10 @@ pub struct PipelineArgs {
     provers_per_device: usize,
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    /// Cap on the GPU's resident SRS bytes (e.g. 24GiB), to see what a smaller card costs:
+    /// sections over it travel with each call. Default: the whole device.
+    #[arg(long, value_parser = crate::args::byte_size)]
+    device_budget: Option<u64>,
     /// Proofs run together (and discarded) before the measured ones, so that one-time
     /// allocations (thread pools, allocator arenas of every stage thread, the device SRS
     /// upload) are not counted as leaks. Default: j + 2, enough to fill every stage once.
@@ -218,7 +222,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
 
     let (pce, _) = kinds().porep.shared_pce(rp)?;
     let static_rss = mark("after params + PCE load");
-    let devices = make_devices(a.backend)?;
+    let devices = make_devices_with(a.backend, a.device_budget)?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
     let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();

@@ -376,6 +376,10 @@ pub struct PartitionArgs {
     sector: SectorArgs,
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    /// Cap on the GPU's resident SRS bytes (e.g. 24GiB), to see what a smaller card costs:
+    /// sections over it travel with each call. Default: the whole device.
+    #[arg(long, value_parser = crate::args::byte_size)]
+    device_budget: Option<u64>,
     #[arg(long, default_value_t = 0)]
     partition: usize,
     /// Proofs per mat-vec place (the first of each is cold: uploads).
@@ -417,6 +421,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         update,
         sector,
         backend,
+        device_budget,
         partition,
         reps,
         matvec,
@@ -427,7 +432,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         rs_seed,
         json,
     } = a;
-    let backend = make_backend(backend)?;
+    let backend = crate::args::make_backend_with(backend, device_budget)?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
     let r = match (c1, post, update) {
@@ -453,6 +458,18 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         (None, None, None) => anyhow::bail!("--c1, --post or --update is required"),
     };
     print_partition(&r);
+    let resident = backend.resident_report();
+    if resident != Default::default() {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        println!(
+            "device resident: {} sections, {:.2} GiB (budget {}), {} evicted, {} streamed with their calls",
+            resident.sections,
+            gib(resident.bytes),
+            resident.budget_bytes.map_or("the whole device".into(), |b| format!("{:.2} GiB", gib(b))),
+            resident.evictions,
+            resident.streamed
+        );
+    }
     if let Some(path) = json {
         write_json(&path, &r)?;
     }

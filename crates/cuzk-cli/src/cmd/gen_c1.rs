@@ -29,10 +29,12 @@ pub struct GenC1Args {
     /// of it verifies. For benchmarks and exactness checks only.
     #[arg(long)]
     synthetic: bool,
-    /// Seal under this PoRep variant: `v1_1` (interactive PoRep, what most sectors use) or
+    /// Seal under this PoRep variant: `v1_1` (interactive PoRep, what most sectors use),
     /// `synthetic-porep` (`..._Feat_SyntheticPoRep`: challenges drawn from proofs stored at
-    /// pre-commit, generated here as filecoin-proofs requires). Both prove the same circuit.
-    #[arg(long, default_value = "v1_1", value_parser = ["v1_1", "synthetic-porep"])]
+    /// pre-commit, generated here as filecoin-proofs requires) or `ni-porep`
+    /// (`..._V1_2_Feat_NonInteractivePoRep`: challenges derived from the sector alone, more
+    /// partitions, the proof a SnarkPack aggregate of them). All prove the same circuit.
+    #[arg(long, default_value = "v1_1", value_parser = ["v1_1", "synthetic-porep", "ni-porep"])]
     porep_variant: String,
 }
 
@@ -61,12 +63,12 @@ pub fn run(a: GenC1Args) -> Result<ExitCode> {
         a.out.display()
     );
     let identity = SectorIdentity { miner_id: a.miner_id, sector_number: a.sector_number };
+    // filecoin-ffi numbers the synthetic-PoRep types 10-14 and the non-interactive ones 15-19,
+    // in the order of sector::SIZES.
+    let at = sector::SIZES.iter().position(|(_, b)| *b == size).unwrap_or(0) as u64;
     let rp = match a.porep_variant.as_str() {
-        // filecoin-ffi numbers the synthetic-PoRep types 10-14 in the order of sector::SIZES.
-        "synthetic-porep" => {
-            let at = sector::SIZES.iter().position(|(_, b)| *b == size).unwrap_or(0) as u64;
-            cuzk_filecoin::curio::from_number(10 + at)?
-        }
+        "synthetic-porep" => cuzk_filecoin::curio::from_number(10 + at)?,
+        "ni-porep" => cuzk_filecoin::curio::from_number(15 + at)?,
         _ => sector::registered_proof(size)?,
     };
     let meta = seal::gen_c1_as(rp, a.seed, identity, &a.out, &command)?;
