@@ -16,7 +16,8 @@
 #    official file names (`bench partition --write-params`, one proof), for part d.
 # d: needs a and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep sectors
 #    of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent lane and
-#    without (LANES, default on,off), REQUESTS (20) loaded requests each.
+#    without (LANES, default on,off), with THREADS (4,0) reserved for urgent work when on,
+#    REQUESTS (20) loaded requests each.
 # e: SnapDeals (issue 25's figures): a synthetic 32 GiB update request (`gen-update
 #    --synthetic`: real structure, random contents), one of its 16 partitions through `bench
 #    partition --update` on cuda under random parameters of the exact layout: PCE figures
@@ -76,7 +77,7 @@ f)
     ;;
 d)
     step post-load timeout 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \
-        --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --json "$OUT/post-load.json"
+        --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --urgent-threads "${THREADS:-4,0}" --json "$OUT/post-load.json"
     ;;
 esac
 echo "== $(date -u +%T) done"

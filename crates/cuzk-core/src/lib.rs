@@ -5,7 +5,7 @@
 //! file writes, the process-wide registry of shared values, memory accounting (RSS, peak
 //! RSS, `malloc_trim`, the stage tracer), and the priority a thread works at with the
 //! priority-ordered, panic-surviving lock that device calls take ([`priority`],
-//! [`device_lock`]). It knows Groth16, not Filecoin: no proof kind, file
+//! [`device_lock`]), and the thread pool kept for urgent work ([`reserved_pool`]). It knows Groth16, not Filecoin: no proof kind, file
 //! format of a request or verifier lives here, nor anything of CUDA, pipelines or the CLI.
 //!
 //! # Example
@@ -71,6 +71,7 @@ pub mod priority;
 pub mod progress;
 pub mod random_srs;
 pub mod registry;
+pub mod reserved_pool;
 pub mod testing;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

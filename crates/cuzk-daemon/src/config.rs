@@ -79,6 +79,10 @@ pub struct EngineSection {
     /// per device, the device at the next MSM or NTT boundary): "high" (WindowPoSt and
     /// WinningPoSt, the default), "critical" (WinningPoSt only) or "off".
     pub urgent_lane: String,
+    /// Threads reserved for urgent partitions' CPU work (witness, host steps of the prover),
+    /// so that they do not queue behind bulk jobs' tasks; 0 = none (they share the
+    /// process-wide pool).
+    pub urgent_threads: usize,
 }
 
 impl Default for EngineSection {
@@ -94,6 +98,7 @@ impl Default for EngineSection {
             inject_fault: String::new(),
             witness: "native".into(),
             urgent_lane: "high".into(),
+            urgent_threads: 4,
         }
     }
 }
@@ -299,6 +304,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
     ("CUZK_WITNESS", "engine.witness"),
     ("CUZK_URGENT_LANE", "engine.urgent_lane"),
+    ("CUZK_URGENT_THREADS", "engine.urgent_threads"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
@@ -376,6 +382,7 @@ impl DaemonConfig {
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "engine.witness" => self.engine.witness = v.trim().into(),
             "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
+            "engine.urgent_threads" => self.engine.urgent_threads = num(v)?,
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "srs.device_budget" => self.srs.device_budget = v.trim().into(),
@@ -625,6 +632,12 @@ mod tests {
         assert_eq!(engine("critical"), Some(cuzk_pipeline::Priority::Critical));
         assert_eq!(engine("off"), None);
         assert_eq!(DaemonConfig::default().engine.urgent_lane, "high");
+        let threads = |v: &'static str| {
+            let cfg = DaemonConfig::load(None, move |k| (k == "CUZK_URGENT_THREADS").then(|| v.to_string())).unwrap();
+            crate::server::try_engine_config(&cfg, cpu()).unwrap().urgent_threads
+        };
+        assert_eq!((threads("0"), threads("6")), (0, 6));
+        assert_eq!(DaemonConfig::default().engine.urgent_threads, 4);
     }
 
     #[test]

@@ -141,6 +141,11 @@ pub struct Config {
     /// partition then waits for a free prover). Default [`Priority::High`] (WindowPoSt and
     /// WinningPoSt).
     pub urgent_from: Option<Priority>,
+    /// Threads of the pool kept for urgent partitions' CPU work (their witness, mat-vec and
+    /// the prover's host steps run there, and every rayon call inside them), so that it does
+    /// not queue behind bulk jobs' tasks in the process-wide pool. 0: urgent work shares the
+    /// process-wide pool. Used only with an urgent lane. Default 4.
+    pub urgent_threads: usize,
 }
 
 impl Config {
@@ -160,6 +165,7 @@ impl Config {
             aging: Duration::from_secs(120),
             parse_workers: 2,
             urgent_from: Some(Priority::High),
+            urgent_threads: 4,
         }
     }
 }
@@ -382,7 +388,15 @@ impl Engine {
             threads.push(spawn(format!("cuzk-parse-{pi}"), stage_fn)?);
         }
         drop(closer);
-        let out = || WitnessOut { matvec: mv_tx.clone(), urgent: urgent_tx.clone(), urgent_from: cfg.urgent_from, place: matvec };
+        let pool = match (cfg.urgent_from, cfg.urgent_threads) {
+            (Some(_), n) if n > 0 => Some(Arc::new(
+                cuzk_core::reserved_pool::ReservedPool::new(n, "cuzk-urgent")
+                    .map_err(|e| PipelineError::Config(format!("the urgent lane's {n} threads: {e}")))?,
+            )),
+            _ => None,
+        };
+        let urgent_lane = UrgentLane { from: cfg.urgent_from, pool };
+        let out = || WitnessOut { matvec: mv_tx.clone(), urgent: urgent_tx.clone(), lane: urgent_lane.clone(), place: matvec };
         for wi in 0..j {
             let stage_fn = witness_stage(stage.clone(), wi.to_string(), waiting.clone(), out(), budget.clone(), None);
             threads.push(spawn(format!("cuzk-witness-{wi}"), stage_fn)?);
@@ -400,11 +414,12 @@ impl Engine {
             let prover =
                 |index: String| Prover { dev: dev.clone(), index, mode: cfg.mode, stats: stats.clone(), fallback: fallback.clone() };
             for pi in 0..cfg.provers_per_device.max(1) {
-                let stage_fn = prove_stage(stage.clone(), prover(pi.to_string()), urgent_rx.clone(), Some(pr_rx.clone()));
+                let stage_fn =
+                    prove_stage(stage.clone(), prover(pi.to_string()), urgent_rx.clone(), Some(pr_rx.clone()), urgent_lane.clone());
                 threads.push(spawn(format!("cuzk-prove-{}-{pi}", dev.name), stage_fn)?);
             }
             if cfg.urgent_from.is_some() {
-                let stage_fn = prove_stage(stage.clone(), prover("urgent".into()), urgent_rx.clone(), None);
+                let stage_fn = prove_stage(stage.clone(), prover("urgent".into()), urgent_rx.clone(), None, urgent_lane.clone());
                 threads.push(spawn(format!("cuzk-prove-{}-urgent", dev.name), stage_fn)?);
             }
         }
@@ -572,8 +587,33 @@ fn parse_stage(
 struct WitnessOut {
     matvec: Sender<MatvecItem>,
     urgent: Sender<ProveItem>,
-    urgent_from: Option<Priority>,
+    lane: UrgentLane,
     place: MatVecPlace,
+}
+
+/// Which partitions are urgent, and the pool their CPU work runs on.
+#[derive(Clone)]
+struct UrgentLane {
+    from: Option<Priority>,
+    pool: Option<Arc<cuzk_core::reserved_pool::ReservedPool>>,
+}
+
+impl UrgentLane {
+    fn takes(&self, c: &Carry) -> bool {
+        self.from.is_some_and(|u| c.priority >= u)
+    }
+
+    /// `f` at `c`'s priority: on the reserved pool when `c` is urgent and there is one.
+    fn run<R: Send>(&self, c: &Carry, f: impl FnOnce() -> R + Send) -> R {
+        let at_priority = || {
+            let _p = c.priority.enter();
+            f()
+        };
+        match &self.pool {
+            Some(pool) if self.takes(c) => pool.install(at_priority),
+            _ => at_priority(),
+        }
+    }
 }
 
 /// Witness: admission against the byte budget, then the partition's witness synthesis. An
@@ -596,15 +636,16 @@ fn witness_stage(
                 continue;
             }
             let made = budget.acquire(c.ws.total()).and_then(|lease| {
-                let w = st
-                    .trace
-                    .record("witness", c.id, c.k, &lane, "", || guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness)))?;
+                let w = out.lane.run(&c, || {
+                    st.trace
+                        .record("witness", c.id, c.k, &lane, "", || guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness)))
+                })?;
                 Ok((w, lease))
             });
             let (id, k) = (c.id, c.k);
-            let urgent = out.urgent_from.is_some_and(|u| c.priority >= u);
+            let urgent = out.lane.takes(&c);
             match made {
-                Ok((w, lease)) if urgent => match evaluate(&st, &lane, &c, &w, out.place) {
+                Ok((w, lease)) if urgent => match out.lane.run(&c, || evaluate(&st, &lane, &c, &w, out.place)) {
                     Ok(eval) => st.forward(&out.urgent, ProveItem { c, w, eval, lease }, id, k),
                     Err(e) => st.done(id, k, Err(e)),
                 },
@@ -700,15 +741,20 @@ fn next_item(urgent: &Receiver<ProveItem>, normal: Option<&Receiver<ProveItem>>)
 
 /// Prove: the Groth16 proof of each partition on this thread's device, its device calls made
 /// at the partition's job priority (see `cuzk_core::priority`).
-fn prove_stage(st: Stage, prover: Prover, urgent: Receiver<ProveItem>, normal: Option<Receiver<ProveItem>>) -> StageFn {
+fn prove_stage(
+    st: Stage,
+    prover: Prover,
+    urgent: Receiver<ProveItem>,
+    normal: Option<Receiver<ProveItem>>,
+    urgent_lane: UrgentLane,
+) -> StageFn {
     Box::new(move || {
         let lane = format!("prove-{}-{}", prover.dev.name, prover.index);
         while let Some(ProveItem { c, w, eval, mut lease }) = next_item(&urgent, normal.as_ref()) {
             if st.skipped(&c) {
                 continue;
             }
-            let _priority = c.priority.enter();
-            let result = prover.prove(&st.trace, &lane, &c, &w, eval);
+            let result = urgent_lane.run(&c, || prover.prove(&st.trace, &lane, &c, &w, eval));
             // a, b, c were consumed (and freed) by the prover; the witness goes now.
             lease.release(c.ws.abc);
             drop(w);

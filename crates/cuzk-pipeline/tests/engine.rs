@@ -601,3 +601,35 @@ fn a_critical_job_takes_the_device_at_the_next_call_boundary_of_a_running_low_pa
     assert!(prove_lanes.contains(&(ids.0, "prove-gated-0".into())), "{prove_lanes:?}");
     assert_eq!(engine.budget().in_use(), 0);
 }
+
+/// An urgent partition's witness runs on the urgent lane's reserved pool (and so does every
+/// rayon call inside it), a normal one's on its witness thread; with no reserved threads the
+/// urgent one runs where it is taken. The proofs are the same either way.
+#[test]
+fn urgent_partitions_compute_on_the_reserved_pool() {
+    use cuzk_pipeline::Priority;
+    use std::sync::Mutex;
+    let f = fixture();
+    let seen: Arc<Mutex<Vec<(Priority, String)>>> = Arc::default();
+    let recording = |p: Priority| -> Synthesize {
+        let (c, seen) = (f.circuit.clone(), seen.clone());
+        Box::new(move |pce: &PreCompiledCircuit| {
+            seen.lock().unwrap().push((p, std::thread::current().name().unwrap_or("").to_string()));
+            cuzk_pce::witness::checked_witness(c, pce).map_err(PipelineError::shared)
+        })
+    };
+    for threads in [2, 0] {
+        seen.lock().unwrap().clear();
+        let engine = Engine::start(Config { urgent_threads: threads, ..Config::cpu(1, roomy()) }).unwrap();
+        for (p, seed) in [(Priority::Normal, 1), (Priority::Critical, 2), (Priority::High, 3)] {
+            let t = engine.submit_at(job(&f, &rs(seed, 1), Some((0, recording(p))), None), p).unwrap();
+            assert_eq!(t.wait().result.unwrap(), reference(&f, &rs(seed, 1)), "the lane must not change a proof");
+        }
+        engine.shutdown();
+        for (p, thread) in seen.lock().unwrap().iter() {
+            let reserved = thread.starts_with("cuzk-urgent-");
+            assert_eq!(reserved, threads > 0 && *p >= Priority::High, "{p:?} ran on {thread:?} with {threads} reserved threads");
+        }
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    }
+}

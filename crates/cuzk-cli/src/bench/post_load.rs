@@ -34,6 +34,8 @@ pub struct LoadOptions {
     /// The engine's urgent lane (see `cuzk_pipeline::Config::urgent_from`); off: urgent
     /// partitions wait for a free prover.
     pub urgent_lane: bool,
+    /// Threads reserved for urgent partitions (see `cuzk_pipeline::Config::urgent_threads`).
+    pub urgent_threads: usize,
     /// Verify the PoRep proofs (a synthetic C1's never verify).
     pub porep_verify: bool,
 }
@@ -45,6 +47,7 @@ pub struct PostLoadBench {
     pub porep_c1: String,
     pub backend: String,
     pub urgent_lane: bool,
+    pub urgent_threads: usize,
     pub jobs: usize,
     pub provers_per_device: usize,
     pub idle_s: Vec<f64>,
@@ -75,6 +78,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     if !o.urgent_lane {
         cfg.urgent_from = None;
     }
+    cfg.urgent_threads = o.urgent_threads;
     let engine = Engine::start(cfg)?;
     let post = Arc::new(post);
     let winning = || -> Result<f64> {
@@ -121,6 +125,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         porep_c1: porep.c1.path.display().to_string(),
         backend,
         urgent_lane: o.urgent_lane,
+        urgent_threads: o.urgent_threads,
         jobs: o.jobs,
         provers_per_device: o.provers_per_device,
         idle_p50_s: quantile(&idle_s, 0.5),

@@ -102,6 +102,10 @@ pub struct PostLoadArgs {
     /// off (they wait for a free prover).
     #[arg(long, value_delimiter = ',', default_value = "on")]
     urgent_lane: Vec<OnOff>,
+    /// Threads reserved for urgent partitions' CPU work, each count measured in turn with the
+    /// lane on (0: they share the process-wide pool).
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    urgent_threads: Vec<usize>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
     porep_no_verify: bool,
@@ -123,7 +127,11 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
     let porep = std::sync::Arc::new(cuzk_filecoin::porep::PorepInput { c1, identity });
     let budget_bytes = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
     let mut reports = Vec::new();
-    for lane in &a.urgent_lane {
+    let settings = a.urgent_lane.iter().flat_map(|lane| match lane {
+        OnOff::On => a.urgent_threads.iter().map(|t| (true, *t)).collect::<Vec<_>>(),
+        OnOff::Off => vec![(false, 0)],
+    });
+    for (urgent_lane, urgent_threads) in settings {
         let o = LoadOptions {
             requests: a.requests,
             idle_requests: a.idle_requests,
@@ -131,17 +139,19 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             jobs: a.jobs,
             provers_per_device: a.provers_per_device,
             budget_bytes,
-            urgent_lane: *lane == OnOff::On,
+            urgent_lane,
+            urgent_threads,
             porep_verify: !a.porep_no_verify,
         };
         let device = crate::args::make_devices(a.backend)?.into_iter().next().context("no device")?;
         let r = run(post.clone(), porep.clone(), device, &o)?;
         println!(
-            "{} under {} sectors on {} (urgent lane {}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
+            "{} under {} sectors on {} (urgent lane {}, {} reserved threads): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
             r.registered_proof,
             r.porep_c1,
             r.backend,
             on_off(r.urgent_lane),
+            r.urgent_threads,
             r.idle_p50_s,
             r.loaded_p50_s,
             r.loaded_p99_s,
