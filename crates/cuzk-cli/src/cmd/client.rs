@@ -197,7 +197,18 @@ fn status_text(s: &proto::GetStatusResponse) -> String {
         s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled
     );
     for g in &s.gpus {
-        let _ = writeln!(t, "device {}: {}", g.ordinal, g.name);
+        let _ = write!(t, "device {}: {}", g.ordinal, g.name);
+        if g.resident_sections > 0 || g.resident_budget_bytes > 0 {
+            let cap = if g.resident_budget_bytes > 0 { human_bytes(g.resident_budget_bytes) } else { "the whole device".into() };
+            let _ = write!(
+                t,
+                "; {} SRS sections resident ({} of {cap}), {} evicted",
+                g.resident_sections,
+                human_bytes(g.resident_bytes),
+                g.resident_evictions
+            );
+        }
+        let _ = writeln!(t);
     }
     for x in &s.loaded_srs {
         let _ = writeln!(
@@ -267,7 +278,12 @@ pub fn run(a: ClientArgs) -> Result<ExitCode> {
             }
             ClientCmd::Evict { circuit } => {
                 let r = c.evict_srs(proto::EvictSrsRequest { circuit_id: circuit.clone() }).await.map_err(rpc)?.into_inner();
-                println!("{circuit}: {} ({} freed)", if r.was_loaded { "evicted" } else { "was not loaded" }, human_bytes(r.freed_bytes));
+                println!(
+                    "{circuit}: {} ({} freed on the host, {} on the devices)",
+                    if r.was_loaded { "evicted" } else { "was not loaded" },
+                    human_bytes(r.freed_bytes),
+                    human_bytes(r.device_freed_bytes)
+                );
                 Ok(ExitCode::SUCCESS)
             }
         }
