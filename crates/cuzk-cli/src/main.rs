@@ -50,12 +50,12 @@ enum Cmd {
     /// Seal a random sector with filecoin-proofs and write DIR/c1.json plus DIR/c1.meta.json.
     GenC1(cmd::gen_c1::GenC1Args),
     /// Seal sectors and write the WinningPoSt and WindowPoSt request files a miner would send
-    /// for them (vanilla proofs drawn by filecoin-proofs-api) as DIR/winning.json and
-    /// DIR/window-<partition>.json, to prove with `prove --post`;
+    /// for them (vanilla proofs drawn by filecoin-proofs-api) as `DIR/winning.json` and
+    /// `DIR/window-<partition>.json`, to prove with `prove --post`;
     /// `--synthetic` makes valid requests at any sector size without sealing.
     GenPost(cmd::post::GenPostArgs),
     /// Seal a sector, encode new data into it (SnapDeals) and write the update request Curio
-    /// would send for it (partition proofs drawn by filecoin-proofs-api) as DIR/update.json,
+    /// would send for it (partition proofs drawn by filecoin-proofs-api) as `DIR/update.json`,
     /// to prove with `prove --update`; `--synthetic` writes one of real structure and random
     /// contents at any sector size, for timing.
     GenUpdate(cmd::update::GenUpdateArgs),
