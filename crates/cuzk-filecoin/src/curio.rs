@@ -34,9 +34,12 @@ pub fn parse(id: &str) -> Result<RegisteredSealProof> {
     sector::registered_proof(size).map_err(|e| Error::Invalid(format!("circuit id {id:?}: {e}")))
 }
 
-/// The circuit id of a proof type (`porep-32g`).
+/// The circuit id of a proof type (`porep-32g`). A variant that proves the V1_1 circuit of its
+/// size (synthetic and non-interactive PoRep: [`crate::porep::kind::circuit_twin`]) has that
+/// circuit's id, since it uses (and keeps resident) the same parameters and PCE.
 pub fn id(rp: RegisteredSealProof) -> String {
-    let s = POREP.iter().find(|(_, r)| *r == rp).map(|(s, _)| s.to_string()).unwrap_or_else(|| format!("{rp:?}"));
+    let twin = crate::porep::kind::circuit_twin(rp);
+    let s = POREP.iter().find(|(_, r)| *r == twin).map(|(s, _)| s.to_string()).unwrap_or_else(|| format!("{rp:?}"));
     format!("porep-{s}")
 }
 
@@ -160,7 +163,8 @@ pub fn commitment_cid(commitment: &[u8; 32], kind: Commitment) -> Vec<u8> {
 
 /// filecoin-ffi's numeric `RegisteredSealProof` (what Curio sends in `registered_proof`):
 /// 0–4 are the V1 types, 5–9 V1_1, 10–14 V1_1 with synthetic PoRep, 15–19 V1_2 with
-/// non-interactive PoRep (not served yet).
+/// non-interactive PoRep (go-state-types' `RegisteredSealProof_StackedDrg*V1_2_Feat_NiPoRep`),
+/// each group in the order 2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB.
 pub fn from_number(n: u64) -> Result<RegisteredSealProof> {
     use RegisteredSealProof::*;
     Ok(match n {
@@ -179,7 +183,11 @@ pub fn from_number(n: u64) -> Result<RegisteredSealProof> {
         12 => StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
         13 => StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
         14 => StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
-        15..=19 => return Err(Error::Invalid(format!("registered_proof {n} is a non-interactive PoRep type, not supported yet"))),
+        15 => StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        16 => StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        17 => StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        18 => StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        19 => StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
         _ => return Err(Error::Invalid(format!("registered_proof {n} is not a known seal proof type"))),
     })
 }
@@ -212,7 +220,16 @@ mod tests {
         assert_eq!(from_number(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
         assert!(from_number(3).unwrap_err().to_string().contains("V1"));
         assert_eq!(from_number(13).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep);
-        assert!(from_number(17).unwrap_err().to_string().contains("non-interactive"));
+        assert_eq!(from_number(18).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep);
+        for (n, (_, size)) in (5u64..).zip(sector::SIZES) {
+            for group in 0..3 {
+                let rp = from_number(n + 5 * group).unwrap();
+                assert_eq!(sector::sector_size_of(rp), size, "{n}");
+                // Every variant keeps the V1_1 circuit's id (one resident copy).
+                assert_eq!(id(rp), id(from_number(n).unwrap()), "{rp:?}");
+            }
+        }
+        assert!(from_number(20).is_err());
         assert!(from_number(99).is_err());
     }
 

@@ -3,7 +3,8 @@
 //! circuit key is its registered proof; the parse stage runs the deep checks of
 //! [`super::c1::prepare`] and hands the engine one split witness per partition (natively or
 //! through the circuit's gadgets, as configured); the partition proofs are concatenated as
-//! `seal_commit_phase2` lays them out, and `verify_seal` judges them.
+//! `seal_commit_phase2` lays them out (for a non-interactive PoRep, then aggregated with
+//! SnarkPack as it does: [`super::ni`]), and `verify_seal` judges them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use super::c1::{prepare, C1};
 use super::pce::{challenge_pieces, WitnessMode};
 use super::sector::{self, SectorIdentity};
-use super::{params, synthetic, verify, RegisteredSealProof};
+use super::{ni, params, synthetic, verify, RegisteredSealProof};
 use crate::settings::Settings;
 use crate::{Error, Result};
 
@@ -79,6 +80,7 @@ impl PorepC2 {
         if verify {
             self.verifiable(req)?;
         }
+        ni::check_srs(req.c1.registered_proof)?;
         with_shape!(req.c1.sector_size(), check_shaped, req)
     }
 
@@ -131,7 +133,8 @@ impl ProofKind for PorepC2 {
     }
 
     fn extract_pce(&self, rp: &RegisteredSealProof) -> Result<PreCompiledCircuit> {
-        super::pce::extract(*rp)
+        // Recorded from the twin the circuit id names, whichever variant asked first.
+        super::pce::extract(circuit_twin(*rp))
     }
 
     fn params_path(&self, rp: &RegisteredSealProof) -> Result<PathBuf> {
@@ -149,11 +152,20 @@ impl ProofKind for PorepC2 {
     }
 
     fn partitions(&self, req: &PorepInput) -> Result<Vec<Synthesize>> {
+        // A non-interactive proof is aggregated once its partitions are proved: a missing or
+        // short SnarkPack SRS is named now, before anything is proved.
+        ni::check_srs(req.c1.registered_proof)?;
         with_shape!(req.c1.sector_size(), partitions_shaped, req, self.witness)
     }
 
-    fn assemble(&self, _req: &PorepInput, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
-        concatenate(proofs).map_err(|e| Error::Proving(format!("serialising the partition proofs: {e}")))
+    fn assemble(&self, req: &PorepInput, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
+        let bytes = concatenate(proofs).map_err(|e| Error::Proving(format!("serialising the partition proofs: {e}")))?;
+        if ni::is_non_interactive(req.c1.registered_proof) {
+            // What seal_commit_phase2 returns for a non-interactive PoRep: the SnarkPack
+            // aggregate of the partition proofs.
+            return ni::aggregate(&req.c1, &bytes);
+        }
+        Ok(bytes)
     }
 
     fn verify(&self, req: &PorepInput, proof: &[u8]) -> Result<()> {
@@ -188,8 +200,9 @@ impl C1 {
 }
 
 /// The registered proof whose circuit `rp` proves: the plain V1_1 proof of its size when
-/// filecoin-proofs names the same parameter set for both (synthetic PoRep: only where the
-/// challenges come from differs, not the circuit), else `rp` itself. Proofs with one twin share
+/// filecoin-proofs names the same parameter set for both (synthetic and non-interactive PoRep:
+/// where the challenges come from and how many partitions there are differ, not the partition
+/// circuit), else `rp` itself. Proofs with one twin share
 /// one PCE and one parameter copy in the process.
 pub fn circuit_twin(rp: RegisteredSealProof) -> RegisteredSealProof {
     // filecoin-proofs builds the public parameters (and logs them) to name a parameter set:

@@ -4,12 +4,13 @@
 //! modes ([`pce`]), parameter files ([`params`]) and insecure test parameters
 //! ([`test_params`]), sealing a random sector to make a C1 ([`seal`]), synthetic full-size
 //! C1s ([`synthetic`]), the bellperson reference prover ([`reference_prover`]),
-//! `verify_seal` ([`verify`]), and [`PorepC2`], the kind the engine proves through
-//! ([`kind`]).
+//! `verify_seal` ([`verify`]), non-interactive PoRep's SnarkPack aggregation and SRS check
+//! ([`ni`]), and [`PorepC2`], the kind the engine proves through ([`kind`]).
 
 pub mod c1;
 pub mod circuits;
 pub mod kind;
+pub mod ni;
 pub mod params;
 pub mod pce;
 pub mod reference_prover;

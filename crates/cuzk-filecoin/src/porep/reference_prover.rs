@@ -1,7 +1,8 @@
 //! The old path, kept as baseline and as the reference: bellperson's own synthesis and
 //! Groth16 prover over the partition circuits of a C1 ([`super::circuits`]), with the proof
 //! bytes laid out exactly as `seal_commit_phase2` returns them (one 192-byte compressed
-//! proof per partition, in partition order). Equal (r, s) give the new path's bytes.
+//! proof per partition, in partition order; for a non-interactive PoRep their SnarkPack
+//! aggregate, which is deterministic). Equal (r, s) give the new path's bytes.
 
 use bellperson::groth16::{self, Parameters};
 use blstrs::Bls12;
@@ -58,6 +59,10 @@ fn prove_shaped<Tree: 'static + MerkleTreeTrait>(
     let mut out = Vec::with_capacity(proofs.len() * PARTITION_PROOF_BYTES);
     for p in &proofs {
         p.write(&mut out).map_err(|e| Error::Proving(e.to_string()))?;
+    }
+    if super::ni::is_non_interactive(c1.registered_proof) {
+        // As seal_commit_phase2 (and the engine) return it: the SnarkPack aggregate.
+        return tracer.stage("aggregate", || super::ni::aggregate(c1, &out));
     }
     Ok(out)
 }

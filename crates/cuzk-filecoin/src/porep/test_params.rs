@@ -5,9 +5,10 @@
 //! generators side by side for the benchmark. The marker is written atomically before the
 //! files and names the verifying key it vouches for; when the files beside it carry another
 //! key (real parameters replaced ours), it is removed, and damaged files it does not vouch for
-//! are an error, never regenerated over.
+//! are an error, never regenerated over. Beside test parameters, `ensure` also writes a fake
+//! SnarkPack SRS ([`ensure_test_srs`]) when none is there, for non-interactive PoRep.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,10 +51,55 @@ pub enum Ensured {
 /// Makes sure parameters for `rp` exist, generating insecure test parameters if they do not.
 /// Existing files are checked structurally; broken ones that cuzk generated are regenerated,
 /// broken ones of any other origin are an error (they may be real parameters).
+///
+/// Where the parameters are cuzk's test parameters (made now or before), a fake SnarkPack SRS
+/// is also written when none is there ([`ensure_test_srs`]), so that non-interactive PoRep
+/// proofs can be aggregated and verified with them.
 pub fn ensure(kind: &PorepC2, rp: RegisteredSealProof, seed: Option<u64>) -> Result<Ensured> {
     let paths = ParamPaths::for_proof(rp)?;
     let sector_size = crate::porep::sector::sector_size_of(rp);
-    ensure_files(&paths, &format!("{rp:?}"), sector_size, || Ok(kind.shared_pce(rp)?.0), seed)
+    let ensured = ensure_files(&paths, &format!("{rp:?}"), sector_size, || Ok(kind.shared_pce(rp)?.0), seed)?;
+    if matches!(ensured, Ensured::Generated { .. }) || marked_ours(&paths) {
+        ensure_test_srs(seed)?;
+    }
+    Ok(ensured)
+}
+
+/// The size of the fake SnarkPack SRS: enough to aggregate 128 proofs, the most any
+/// non-interactive PoRep aggregates (126 partitions at 32 and 64 GiB; 13, padded to 16, below).
+pub const TEST_SRS_PROOFS: usize = 128;
+
+/// Writes an INSECURE fake SnarkPack SRS (bellperson's `setup_fake_srs`, whose trapdoor the
+/// writer knows) where filecoin-proofs reads the SRS, unless a file is already there (real or
+/// ours: it is never replaced, since a process may hold keys specialised from it). Written to a
+/// temporary file and linked into place without replacing, so concurrent writers leave one.
+/// Returns whether it was written now.
+pub fn ensure_test_srs(seed: Option<u64>) -> Result<bool> {
+    let path = crate::porep::ni::srs_path();
+    if path.exists() {
+        return Ok(false);
+    }
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    tracing::warn!(path = %path.display(), "writing an INSECURE TEST SnarkPack SRS; never use it on the network");
+    let srs = match seed {
+        Some(s) => {
+            bellperson::groth16::aggregate::setup_fake_srs::<Bls12, _>(&mut rand_chacha::ChaCha20Rng::seed_from_u64(s), TEST_SRS_PROOFS)
+        }
+        None => bellperson::groth16::aggregate::setup_fake_srs::<Bls12, _>(&mut rand_core::OsRng, TEST_SRS_PROOFS),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| Error::io(&dir, e))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        srs.write(&mut w).and_then(|()| w.flush()).map_err(|e| Error::io(&path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+    match tmp.persist_noclobber(&path) {
+        Ok(_) => Ok(true),
+        // Another process put one there first: keep theirs.
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(&path, e.error)),
+    }
 }
 
 /// [`ensure`] for any circuit: the files of `paths`, labelled `label` in logs, for a sector of
