@@ -84,12 +84,19 @@ pub fn public_inputs(input: &UpdateInput) -> Result<PublicInputs> {
 pub fn checked_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     input: &UpdateInput,
 ) -> Result<Vec<EmptySectorUpdateCircuit<Tree>>> {
+    let proofs = checked_proofs::<Tree>(input)?;
+    let inputs = public_inputs(input)?;
+    proofs.iter().enumerate().map(|(k, p)| build(input, &inputs, p, k)).collect()
+}
+
+/// The partition proofs of `input`, decoded, after the deep check (none for a synthetic
+/// request).
+fn checked_proofs<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &UpdateInput) -> Result<Vec<PartitionProof<Tree>>> {
     let proofs = decoded::<Tree>(input)?;
     if !input.synthetic {
         verify_vanilla(input, &proofs)?;
     }
-    let inputs = public_inputs(input)?;
-    proofs.iter().enumerate().map(|(k, p)| build(input, &inputs, p, k)).collect()
+    Ok(proofs)
 }
 
 /// The witness of partition `k` of `input` for `pce` (after the deep check, unless the
@@ -105,10 +112,10 @@ fn witness_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     k: usize,
 ) -> Result<cuzk_pce::witness::WitnessCs> {
     let bad = |reason: String| Error::UpdateInput { source_name: input.source.clone(), reason };
-    let circuit = checked_circuits::<Tree>(input)?
-        .into_iter()
-        .nth(k)
-        .ok_or_else(|| bad(format!("no partition {k}: the request has {}", input.vanilla_proofs.len())))?;
+    let proofs = checked_proofs::<Tree>(input)?;
+    let proof = proofs.get(k).ok_or_else(|| bad(format!("no partition {k}: the request has {}", proofs.len())))?;
+    // Only partition k's circuit is built (16 at 32 GiB would be built for nothing).
+    let circuit = build(input, &public_inputs(input)?, proof, k)?;
     Ok(cuzk_pce::witness::checked_witness(circuit, pce)?)
 }
 
