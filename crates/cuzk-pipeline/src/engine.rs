@@ -819,10 +819,28 @@ fn prove_partition(
         Some(e) => Witness::evaluated(&w.inputs, &w.aux, e),
         None => Witness { inputs: &w.inputs, aux: &w.aux, evals: cuzk_core::groth16::Evals::Matrices(c.pce.matrices()) },
     };
-    groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode).map(|(p, _)| p).map_err(|e| match e {
-        cuzk_core::Error::Device(m) => PipelineError::Device(m),
-        e => PipelineError::Prove(Arc::new(e)),
-    })
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode)
+        .map(|(p, t)| {
+            tracing::debug!(
+                proof = c.id,
+                partition = c.k,
+                wall_ms = ms(t.wall),
+                matvec_ms = ms(t.matvec),
+                quotient_ms = ms(t.quotient),
+                msm_h_ms = ms(t.msm_h),
+                msm_l_ms = ms(t.msm_l),
+                msm_a_ms = ms(t.msm_a),
+                msm_b_g1_ms = ms(t.msm_b_g1),
+                msm_b_g2_ms = ms(t.msm_b_g2),
+                "prover steps"
+            );
+            p
+        })
+        .map_err(|e| match e {
+            cuzk_core::Error::Device(m) => PipelineError::Device(m),
+            e => PipelineError::Prove(Arc::new(e)),
+        })
 }
 
 fn finish(

@@ -190,6 +190,8 @@ fn post_bench(a: PostBenchArgs) -> Result<ExitCode> {
     println!("  cuzk engine        median {:.3} s  {:?}", r.cuzk_median_s, r.cuzk_s);
     println!("  filecoin-proofs    median {:.3} s  {:?}", r.filecoin_proofs_median_s, r.filecoin_proofs_s);
     println!("  ratio (filecoin-proofs / cuzk): {:.2}x, every proof verified", r.ratio);
+    let stages: Vec<String> = r.cuzk_stage_median_s.iter().map(|(k, v)| format!("{k} {v:.3} s")).collect();
+    println!("  cuzk median per stage: {}", stages.join(", "));
     if let Some(p) = &a.json {
         write_json(p, &r)?;
     }
