@@ -25,6 +25,10 @@
 # f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
 #    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
 #    sections over the cap travel with each call.
+# t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
+#    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
+#    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
+# RUNS / CPU_RUNS: part a's 32 GiB WinningPoSt runs on cuda (20) and cpu (3).
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
 BIN=${BIN:-target/cuda-bin/cuzk}
@@ -47,8 +51,8 @@ a)
     step bench2k-winning timeout 150 "$BIN" bench post --post "$WORK/post2k/winning.json" --backend cuda --runs 5 --json "$OUT/bench2k-winning.json"
     step gen32 timeout 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"
     step params-win32 timeout 300 "$BIN" params ensure --post 3
-    step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs 20 --json "$OUT/bench32-winning-cuda.json"
-    step bench32-winning-cpu timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cpu --runs 3 --json "$OUT/bench32-winning-cpu.json"
+    step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --json "$OUT/bench32-winning-cuda.json"
+    step bench32-winning-cpu timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cpu --runs "${CPU_RUNS:-3}" --json "$OUT/bench32-winning-cpu.json"
     ls -la "$WORK/params" "$WORK/pce"
     ;;
 b)
@@ -73,6 +77,11 @@ f)
         step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 2 --matvec device \
             --params "$WORK/params/$(ls "$WORK/params" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
+    done
+    ;;
+t)
+    for t in cuzk-gpu-unit cuzk-gpu-cuda-tests; do
+        step "test-$t" timeout 200 "$(dirname "$BIN")/$t" --test-threads 1
     done
     ;;
 d)
