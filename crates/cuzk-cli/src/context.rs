@@ -27,3 +27,15 @@ pub fn settings() -> &'static Settings {
 pub fn rayon_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
+
+/// `srs` as bellperson's decoded parameters (what its own prover reads): borrowed when
+/// decoded, else decoded now from `rp`'s parameter file.
+pub fn decoded(
+    srs: &cuzk_core::srs::Srs,
+    rp: cuzk_filecoin::porep::RegisteredSealProof,
+) -> anyhow::Result<std::borrow::Cow<'_, bellperson::groth16::Parameters<blstrs::Bls12>>> {
+    Ok(match srs.as_decoded() {
+        Some(p) => std::borrow::Cow::Borrowed(p),
+        None => std::borrow::Cow::Owned(cuzk_filecoin::porep::params::load(rp)?.0),
+    })
+}

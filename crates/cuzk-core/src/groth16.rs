@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::backend::{Backend, Evaluations, Matrices, Msm, MsmPoint};
 pub use crate::bits::popcount;
 use crate::params::ParamsLayout;
+use crate::srs::SrsRef;
 use crate::{Error, Result};
 
 /// The density bitmaps of a circuit (bit i of word i/64), as the PCE records them.
@@ -201,7 +202,7 @@ pub fn layout(num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -
 }
 
 /// Checks that `params` has the layout the circuit's counts and densities call for.
-pub fn check_layout(params: &Parameters<Bls12>, num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -> Result<()> {
+pub fn check_layout(params: SrsRef<'_>, num_inputs: usize, num_aux: usize, domain: usize, d: &Densities) -> Result<()> {
     let want = layout(num_inputs, num_aux, domain, d);
     let checks = [
         ("the verifying key's ic", params.vk.ic.len(), want.ic),
@@ -266,7 +267,7 @@ fn finish<T>(j: std::io::Result<std::thread::ScopedJoinHandle<'_, Result<T>>>) -
 /// Proves one circuit with the given r and s.
 pub fn prove(
     backend: &dyn Backend,
-    params: &Parameters<Bls12>,
+    params: SrsRef<'_>,
     d: &Densities,
     w: Witness,
     r: Scalar,
@@ -297,15 +298,15 @@ pub fn prove(
         let start = Instant::now();
         let (h, mv, q) = match evals {
             Evals::Host { a, b, c } => {
-                let (h, q) = backend.quotient_msm_h(a, b, c, &params.h).map_err(backend_err)?;
+                let (h, q) = backend.quotient_msm_h(a, b, c, params.h).map_err(backend_err)?;
                 (h, Duration::ZERO, q)
             }
-            Evals::Matrices(m) => backend.matvec_quotient_msm_h(&m, inputs, aux, &params.h).map_err(backend_err)?,
+            Evals::Matrices(m) => backend.matvec_quotient_msm_h(&m, inputs, aux, params.h).map_err(backend_err)?,
         };
         Ok((h, mv, q, start.elapsed().saturating_sub(q + mv)))
     };
     // The other four MSMs, each with its time.
-    let l_msm = || msm::<G1Affine>(backend, &params.l, aux, mode);
+    let l_msm = || msm::<G1Affine>(backend, params.l, aux, mode);
     let a_msm = || -> Result<G1Projective> {
         let a_in = Msm::<G1Affine>::msm(backend, &params.a[..ni], inputs).map_err(backend_err)?;
         let sel = select(aux, d.a_aux);
@@ -350,7 +351,7 @@ pub fn prove(
     (t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2) = (l_t, a_t, b1_t, b2_t);
 
     let start = Instant::now();
-    let vk = &params.vk;
+    let vk = params.vk;
     let g_a: G1Projective = vk.delta_g1 * r + vk.alpha_g1 + a_acc;
     let g_b: G2Projective = vk.delta_g2 * s + vk.beta_g2 + b2_acc;
     let g_c: G1Projective = a_acc * s + b1_acc * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + h_acc + l_acc;

@@ -72,6 +72,8 @@ pub mod progress;
 pub mod random_srs;
 pub mod registry;
 pub mod reserved_pool;
+pub mod srs;
+pub mod srs_map;
 pub mod testing;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

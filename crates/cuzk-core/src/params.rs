@@ -207,6 +207,15 @@ impl ParamsFile {
     where
         P: UncompressedEncoding + PrimeCurveAffine + Send,
     {
+        self.points::<P, N>(what, at, 0, n)
+    }
+
+    /// Points `first..first + n` of the section `what` whose points start at byte offset `at`
+    /// (each checked on the curve and not the identity; errors name the point's index).
+    fn points<P, const N: usize>(&self, what: &str, at: usize, first: usize, n: usize) -> Result<Vec<P>>
+    where
+        P: UncompressedEncoding + PrimeCurveAffine + Send,
+    {
         // Tests read in chunks of a few points, so that the chunk offsets are exercised.
         const CHUNK: usize = if cfg!(test) { 3 } else { 1 << 14 };
         let path = self.path.as_path();
@@ -215,9 +224,9 @@ impl ParamsFile {
             || vec![0u8; CHUNK * N],
             |buf, (i, slots)| {
                 let raw = &mut buf[..slots.len() * N];
-                read_at(&self.file, path, raw, (at + i * CHUNK * N) as u64)?;
+                read_at(&self.file, path, raw, (at + (first + i * CHUNK) * N) as u64)?;
                 for (j, (slot, bytes)) in slots.iter_mut().zip(raw.chunks_exact(N)).enumerate() {
-                    slot.write(decode_point::<P>(path, what, i * CHUNK + j, bytes)?);
+                    slot.write(decode_point::<P>(path, what, first + i * CHUNK + j, bytes)?);
                 }
                 Ok::<(), Error>(())
             },
@@ -227,6 +236,58 @@ impl ParamsFile {
         unsafe { out.set_len(n) };
         Ok(out)
     }
+
+    /// The verifying key's bytes as the file holds them (bellperson's encoding).
+    pub fn vk_bytes(&self) -> Result<Vec<u8>> {
+        let mut vk = vec![0u8; self.sections.layout.vk_bytes];
+        read_at(&self.file, &self.path, &mut vk, 0)?;
+        Ok(vk)
+    }
+
+    /// Points `first..first + n` of G1 section `which` (`h`, `l`, `a` or `b_g1`), decoded and
+    /// checked as [`ParamsFile::load`] does: for reading a section in pieces.
+    pub fn g1_points(&self, which: G1Section, first: usize, n: usize) -> Result<Vec<G1Affine>> {
+        let (s, lay) = (&self.sections, &self.sections.layout);
+        let (what, at, len) = match which {
+            G1Section::H => ("h", s.h, lay.h),
+            G1Section::L => ("l", s.l, lay.l),
+            G1Section::A => ("a", s.a, lay.a),
+            G1Section::BG1 => ("b_g1", s.b_g1, lay.b_g1),
+        };
+        self.check_range(what, first, n, len)?;
+        self.points::<G1Affine, G1_BYTES>(what, at, first, n)
+    }
+
+    /// Points `first..first + n` of the G2 section `b_g2`, as [`ParamsFile::g1_points`].
+    pub fn b_g2_points(&self, first: usize, n: usize) -> Result<Vec<G2Affine>> {
+        self.check_range("b_g2", first, n, self.sections.layout.b_g2)?;
+        self.points::<G2Affine, G2_BYTES>("b_g2", self.sections.b_g2, first, n)
+    }
+
+    fn check_range(&self, what: &str, first: usize, n: usize, len: usize) -> Result<()> {
+        if first.checked_add(n).is_none_or(|end| end > len) {
+            return Err(Error::Invalid(format!("points {first}..{} of {what}, which has {len}", first.saturating_add(n))));
+        }
+        Ok(())
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A G1 section of a parameter file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G1Section {
+    /// The H query.
+    H,
+    /// The L query.
+    L,
+    /// The A query.
+    A,
+    /// The B query in G1.
+    BG1,
 }
 
 /// Checks a `.params` file's structure without decoding any point.

@@ -101,8 +101,8 @@ async fn status_reports_device_residency_and_eviction_frees_the_device_copies() 
     let kinds = cuzk_filecoin::Kinds::new(&settings(), Default::default());
     let params = kinds.resident(circuit).1.expect("preloaded parameters are resident");
     let g1 = |v: &[G1Affine]| (1u8, v.as_ptr() as usize, v.len());
-    let p = &*params;
-    let want = vec![g1(&p.h), g1(&p.l), g1(&p.a), g1(&p.b_g1), (2u8, p.b_g2.as_ptr() as usize, p.b_g2.len())];
+    let p = params.sections();
+    let want = vec![g1(p.h), g1(p.l), g1(p.a), g1(p.b_g1), (2u8, p.b_g2.as_ptr() as usize, p.b_g2.len())];
     drop(params);
 
     let ev = c.evict_srs(proto::EvictSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();

@@ -68,7 +68,7 @@ pub struct Kinds {
 }
 
 /// What of a circuit is resident in this process: its PCE and its parameters.
-pub type Resident = (Option<Arc<cuzk_pce::PreCompiledCircuit>>, Option<Arc<bellperson::groth16::Parameters<blstrs::Bls12>>>);
+pub type Resident = (Option<Arc<cuzk_pce::PreCompiledCircuit>>, Option<Arc<cuzk_core::srs::Srs>>);
 
 impl Kinds {
     /// What of `c` is resident in this process.

@@ -15,6 +15,8 @@ pub const PARAMS_VAR: &str = "FIL_PROOFS_PARAMETER_CACHE";
 pub const PARENTS_VAR: &str = "FIL_PROOFS_PARENT_CACHE";
 /// The variable that moves cuzk's PCE cache.
 pub const PCE_VAR: &str = "CUZK_PCE_CACHE";
+/// The variable that turns on mapped parameters: the directory of the SRS map files.
+pub const SRS_MAP_VAR: &str = "CUZK_SRS_MAP_DIR";
 
 /// The directories of the Filecoin proof kinds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +27,10 @@ pub struct Settings {
     pub parent_cache_dir: PathBuf,
     /// cuzk's PCE cache files.
     pub pce_cache_dir: PathBuf,
+    /// cuzk's SRS map files (`cuzk_core::srs_map`): when set, every kind maps its parameters
+    /// from there (each map made from its `.params` file on first use; as large as that file)
+    /// instead of decoding them into host memory. Unset: decoded, as before.
+    pub srs_map_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -43,6 +49,7 @@ impl Settings {
             parameter_dir: or(PARAMS_VAR, base.join("filecoin-proof-parameters")),
             parent_cache_dir: or(PARENTS_VAR, base.join("filecoin-parents")),
             pce_cache_dir: or(PCE_VAR, base.join("pce")),
+            srs_map_dir: var(SRS_MAP_VAR).filter(|v| !v.is_empty()).map(PathBuf::from),
         }
     }
 

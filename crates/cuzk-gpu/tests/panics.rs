@@ -122,7 +122,7 @@ fn job(f: &Fixture, rs: Vec<(Scalar, Scalar)>) -> JobSource {
             .collect();
         let assemble: cuzk_pipeline::engine::AssembleProof =
             Box::new(|proofs: &[_]| cuzk_pipeline::kind::concatenate(proofs).map_err(PipelineError::shared));
-        Ok(Job { pce, params, partitions, assemble, verify: None })
+        Ok(Job { pce, params: Arc::new(Arc::unwrap_or_clone(params).into()), partitions, assemble, verify: None })
     })
 }
 

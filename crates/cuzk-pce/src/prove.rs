@@ -131,7 +131,7 @@ pub fn prove_witness(
         }
         MatVecPlace::Backend => Witness { inputs: &w.inputs, aux: &w.aux, evals: Evals::Matrices(pce.matrices()) },
     };
-    let (proof, pt) = tracer.stage("prove", || groth16::prove(backend, params, &densities(pce), witness, r, s, mode))?;
+    let (proof, pt) = tracer.stage("prove", || groth16::prove(backend, params.into(), &densities(pce), witness, r, s, mode))?;
     // The backend's mat-vec counts as mat-vec, wherever it ran.
     times.matvec += pt.matvec;
     times.prover.add(&pt);

@@ -25,11 +25,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use cuzk_core::backend::Backend;
 use cuzk_core::groth16::{self, MsmMode, Witness};
+use cuzk_core::srs::Srs;
 use cuzk_pce::prove::MatVecPlace;
 use cuzk_pce::{Evaluations, PreCompiledCircuit};
 use cuzk_witness::WitnessCs;
@@ -67,7 +68,7 @@ pub struct Job {
     /// against and evaluated with.
     pub pce: Arc<PreCompiledCircuit>,
     /// The circuit's Groth16 parameters, which every partition is proved with.
-    pub params: Arc<Parameters<Bls12>>,
+    pub params: Arc<Srs>,
     /// The partitions, in the order their proofs are handed to `assemble`; a job with none
     /// fails with [`PipelineError::Job`].
     pub partitions: Vec<PartitionInput>,
@@ -287,7 +288,7 @@ struct Carry {
     r: Scalar,
     s: Scalar,
     pce: Arc<PreCompiledCircuit>,
-    params: Arc<Parameters<Bls12>>,
+    params: Arc<Srs>,
     /// The job's working set per partition (computed once per job).
     ws: WorkingSet,
     /// The job's priority: its provers' device calls are made at it.
@@ -820,7 +821,7 @@ fn prove_partition(
         None => Witness { inputs: &w.inputs, aux: &w.aux, evals: cuzk_core::groth16::Evals::Matrices(c.pce.matrices()) },
     };
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    groth16::prove(backend, &c.params, &d, wit, c.r, c.s, mode)
+    groth16::prove(backend, c.params.sections(), &d, wit, c.r, c.s, mode)
         .map(|(p, t)| {
             tracing::debug!(
                 proof = c.id,

@@ -62,6 +62,12 @@ pub trait ProofKind: Send + Sync + 'static {
     fn params_path(&self, key: &Self::CircuitKey) -> Result<PathBuf, Self::Error>;
     /// The directory the PCE cache files of this kind live in.
     fn pce_cache_dir(&self) -> &Path;
+    /// The directory of this kind's SRS map files ([`cuzk_core::srs_map`]): parameters are
+    /// then mapped from there (the map built from the `.params` file on first use) instead of
+    /// decoded into host memory. `None` (the default) decodes them.
+    fn srs_map_dir(&self) -> Option<&Path> {
+        None
+    }
     /// Whether a proof of `req` can verify at all (a benchmark-only request cannot); such a
     /// request is refused unless the caller opted out of verification.
     fn verifiable(&self, _req: &Self::Request) -> Result<(), Self::Error> {

@@ -1,6 +1,7 @@
 //! The circuits resident in this process, keyed by [`CircuitId`]: each circuit's PCE (from
 //! the registry, else its cache file, else extracted from the kind's blank circuit and
-//! cached) and its Groth16 parameters (checked, then decoded once). Both live in cuzk-core's
+//! cached) and its Groth16 parameters (checked, then decoded once, or mapped from an SRS map
+//! file when the kind names a map directory). Both live in cuzk-core's
 //! one [`Registry`] type, so concurrent first users of a circuit wait for a single load and
 //! every later proof shares the same `Arc`; a long-lived process lists and evicts them. It
 //! knows circuits only through the [`ProofKind`] seam.
@@ -8,10 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bellperson::groth16::Parameters;
-use blstrs::Bls12;
 use cuzk_core::mem::StageTracer;
 use cuzk_core::registry::Registry;
+use cuzk_core::srs::{Srs, SrsRef};
+use cuzk_core::srs_map::{self, MapOutcome};
 use cuzk_pce::cache::{self, Outcome};
 use cuzk_pce::{PceError, PreCompiledCircuit};
 
@@ -20,7 +21,7 @@ use crate::kind::{CircuitId, ProofKind};
 use crate::PipelineError;
 
 static PCES: Registry<PreCompiledCircuit> = Registry::new();
-static PARAMS: Registry<Parameters<Bls12>> = Registry::new();
+static PARAMS: Registry<Srs> = Registry::new();
 
 /// What a circuit needs resident to prove: its PCE and its parameters.
 #[derive(Clone)]
@@ -28,7 +29,7 @@ pub struct Resident {
     /// The circuit's recorded constraint system.
     pub pce: Arc<PreCompiledCircuit>,
     /// The circuit's Groth16 parameters.
-    pub params: Arc<Parameters<Bls12>>,
+    pub params: Arc<Srs>,
 }
 
 /// The PCE cache file of `id` in `dir`: its name and a digest of its identity.
@@ -63,7 +64,7 @@ pub fn shared_pce<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<(Arc<Pr
 
 /// The process-wide parameters of `key`: checked and loaded once (traced as `load-params`
 /// on `tracer` when this call loads them), then shared.
-pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
+pub fn shared_params<K: ProofKind>(kind: &K, key: &K::CircuitKey, tracer: &StageTracer) -> Result<Arc<Srs>, PipelineError> {
     params_from(kind, key, None, tracer)
 }
 
@@ -73,7 +74,7 @@ fn params_from<K: ProofKind>(
     key: &K::CircuitKey,
     path: Option<PathBuf>,
     tracer: &StageTracer,
-) -> Result<Arc<Parameters<Bls12>>, PipelineError> {
+) -> Result<Arc<Srs>, PipelineError> {
     let id = kind.circuit_id(key);
     PARAMS.get_or_init(&id.identity, || {
         // Looked up only when they are not resident: a loaded set needs no files.
@@ -81,11 +82,34 @@ fn params_from<K: ProofKind>(
             Some(p) => p,
             None => kind.params_path(key).map_err(|e| request_error(kind, e))?,
         };
-        let (params, _) = tracer
-            .stage("load-params", || cuzk_core::params::load_params(&path))
-            .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })?;
-        Ok(params)
+        tracer
+            .stage("load-params", || load_srs(&path, kind.srs_map_dir()))
+            .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })
     })
+}
+
+/// The SRS map file of the `.params` file at `params` in `dir`.
+pub fn srs_map_path(dir: &Path, params: &Path) -> PathBuf {
+    let stem = params.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "params".into());
+    dir.join(format!("{stem}.srsmap"))
+}
+
+/// The parameters at `path`: mapped from (and on first use written to) `map_dir` when given,
+/// else decoded into host memory.
+pub fn load_srs(path: &Path, map_dir: Option<&Path>) -> Result<Srs, cuzk_core::Error> {
+    let Some(dir) = map_dir else {
+        return Ok(Srs::Decoded(cuzk_core::params::load_params(path)?.0));
+    };
+    let map = srs_map_path(dir, path);
+    let t = std::time::Instant::now();
+    let (m, outcome) = srs_map::open_or_build(&map, path)?;
+    let how = match outcome {
+        MapOutcome::Mapped => "mapped",
+        MapOutcome::Built => "built and mapped",
+        MapOutcome::Rebuilt(_) => "rebuilt and mapped",
+    };
+    tracing::info!(map = %map.display(), bytes = m.file_bytes(), secs = t.elapsed().as_secs_f64(), "parameters {how} (no decoded host copy)");
+    Ok(Srs::Mapped(m))
 }
 
 /// `key`'s PCE and parameters, loading what is not resident yet. Missing parameter files
@@ -101,13 +125,13 @@ pub fn shared<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<Resident, P
 }
 
 /// What of `id` is resident now (never waits for a load in progress).
-pub fn resident(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+pub fn resident(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Srs>>) {
     (PCES.get(&id.identity), PARAMS.get(&id.identity))
 }
 
 /// Drops this process's copies of `id`'s PCE and parameters (proofs in flight keep theirs);
 /// returns what was resident.
-pub fn evict(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+pub fn evict(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Srs>>) {
     (PCES.evict(&id.identity), PARAMS.evict(&id.identity))
 }
 
@@ -115,13 +139,12 @@ pub fn evict(id: &CircuitId) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Par
 /// the parameters go, or the device keeps copies no proof will ask for again until memory
 /// runs short. Returns the device bytes freed now (a copy a running call holds goes when the
 /// call ends; a proof still in flight uploads what it needs again).
-pub fn forget_on_devices(params: &Parameters<Bls12>, devices: &[Device]) -> u64 {
-    let g1: [&[blstrs::G1Affine]; 4] = [&params.h, &params.l, &params.a, &params.b_g1];
-    devices.iter().map(|d| d.backend.forget_bases(&g1, &[&params.b_g2])).sum()
+pub fn forget_on_devices(params: &Srs, devices: &[Device]) -> u64 {
+    let s = params.sections();
+    devices.iter().map(|d| d.backend.forget_bases(&s.g1_sections(), &[s.b_g2])).sum()
 }
 
-/// Host bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B).
-pub fn params_bytes(p: &Parameters<Bls12>) -> u64 {
-    let g1 = p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len();
-    (g1 * 96 + p.b_g2.len() * 192) as u64
+/// Bytes of a parameter set's points (G1 affine 96 B, G2 affine 192 B), wherever they live.
+pub fn params_bytes(p: &Srs) -> u64 {
+    SrsRef::point_bytes(&p.sections())
 }

@@ -206,7 +206,7 @@ pub fn run(
         None => (cuzk_core::random_srs::random_params(&layout, o.srs_seed), format!("random, seed {}", o.srs_seed)),
     };
     let srs_seconds = t.elapsed().as_secs_f64();
-    groth16::check_layout(&params, pce.num_inputs, pce.num_aux, domain, &d)?;
+    groth16::check_layout((&params).into(), pce.num_inputs, pce.num_aux, domain, &d)?;
     let rss_after_srs_bytes = mem::snapshot().rss_bytes;
     tracing::info!(srs_seconds, file_bytes = layout.file_bytes, "parameters ready ({srs_source})");
     let target = match &o.write_params {
@@ -253,7 +253,7 @@ pub fn run(
                 };
                 let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
                 let t = Instant::now();
-                let (proof, timings) = groth16::prove(&scheduled, &params, &d, wit, r, s, MsmMode::Split)?;
+                let (proof, timings) = groth16::prove(&scheduled, (&params).into(), &d, wit, r, s, MsmMode::Split)?;
                 let seconds = t.elapsed().as_secs_f64();
                 let mut bytes = Vec::new();
                 proof.write(&mut bytes).map_err(|e| anyhow!("serialising the proof: {e}"))?;

@@ -180,9 +180,10 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let (c1, id) = (&input.c1, input.identity);
     let rss_c1 = mark("after C1 load");
     let rp = c1.registered_proof;
-    let params = kinds().porep.shared_params(rp, &StageTracer::new())?;
+    let srs = kinds().porep.shared_params(rp, &StageTracer::new())?;
 
     let old = if a.compare_old {
+        let params = crate::context::decoded(&srs, rp)?;
         let t = Instant::now();
         let start = trace.now();
         let next = AtomicUsize::new(0);

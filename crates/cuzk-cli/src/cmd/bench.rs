@@ -562,7 +562,15 @@ fn prove(a: ProveArgs) -> Result<ExitCode> {
     let params = kinds().porep.shared_params(c1.registered_proof, &tracer)?;
     let load_s = t.elapsed().as_secs_f64();
     let backend = make_backend(backend)?;
-    let r = crate::bench::prove::run_prove(backend, &params, load_s, &c1, &id, skip_old, &tracer)?;
+    let r = crate::bench::prove::run_prove(
+        backend,
+        &*crate::context::decoded(&params, c1.registered_proof)?,
+        load_s,
+        &c1,
+        &id,
+        skip_old,
+        &tracer,
+    )?;
     print!("{}", tracer.render());
     println!(
         "{} partition(s) of {} constraints, {} threads, backend {}; parameters loaded once ({:.2} s), PCE loaded once ({:.2} s), both excluded from the ratio",
@@ -632,7 +640,7 @@ fn msm_split(a: MsmSplitArgs) -> Result<ExitCode> {
     let (c1, id) = load_input(&c1, &sector)?;
     let params = kinds().porep.shared_params(c1.registered_proof, &StageTracer::new())?;
     let backend = make_backend(backend)?;
-    let rows = crate::bench::prove::run_msm_split(backend.as_ref(), &params, &c1, &id)?;
+    let rows = crate::bench::prove::run_msm_split(backend.as_ref(), &*crate::context::decoded(&params, c1.registered_proof)?, &c1, &id)?;
     println!(
         "{:<24} {:>9} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
         "msm", "scalars", "zeros", "ones", "general", "plain s", "split s", "speedup"

@@ -159,16 +159,18 @@ pub fn prove_with(c1: C1, identity: SectorIdentity, engine: &EngineArgs, verify:
     }
     let rp = input.c1.registered_proof;
     let params = kind.shared_params(rp, &tracer)?;
+    let s = params.sections();
     tracing::info!(
-        h = params.h.len(),
-        l = params.l.len(),
-        a = params.a.len(),
-        b_g1 = params.b_g1.len(),
-        b_g2 = params.b_g2.len(),
+        h = s.h.len(),
+        l = s.l.len(),
+        a = s.a.len(),
+        b_g1 = s.b_g1.len(),
+        b_g2 = s.b_g2.len(),
+        layout = params.layout_name(),
         "parameters loaded"
     );
     if engine.engine == Engine::Bellperson {
-        let proof = reference_prover::prove(&input.c1, &input.identity, &params, &tracer)?;
+        let proof = reference_prover::prove(&input.c1, &input.identity, &*crate::context::decoded(&params, rp)?, &tracer)?;
         drop(params);
         if verify {
             tracer.stage("verify", || cuzk_filecoin::porep::verify::ensure_valid(&input.c1, &input.identity, &proof))?;

@@ -9,9 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use cuzk_core::mem::StageTracer;
+use cuzk_core::srs::Srs;
 use cuzk_pce::cache::Outcome;
 use cuzk_pce::witness::split_witness;
 use cuzk_pce::PreCompiledCircuit;
@@ -41,18 +42,25 @@ pub struct PorepInput {
 #[derive(Clone, Debug)]
 pub struct PorepC2 {
     pce_cache_dir: PathBuf,
+    srs_map_dir: Option<PathBuf>,
     witness: WitnessMode,
 }
 
 impl PorepC2 {
     /// The kind with its PCE cache files in `pce_cache_dir`, witnesses computed as `witness` says.
     pub fn new(pce_cache_dir: PathBuf, witness: WitnessMode) -> Self {
-        PorepC2 { pce_cache_dir, witness }
+        PorepC2 { pce_cache_dir, srs_map_dir: None, witness }
     }
 
     /// The kind with the directories of `settings` and the native witness.
     pub fn with_settings(settings: &Settings) -> Self {
-        PorepC2::new(settings.pce_cache_dir.clone(), WitnessMode::Native)
+        PorepC2::new(settings.pce_cache_dir.clone(), WitnessMode::Native).with_srs_map_dir(settings.srs_map_dir.clone())
+    }
+
+    /// The same kind mapping its parameters from SRS map files in `dir` (`None`: decoded).
+    pub fn with_srs_map_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.srs_map_dir = dir;
+        self
     }
 
     /// The same kind computing witnesses as `mode` says.
@@ -91,17 +99,17 @@ impl PorepC2 {
     }
 
     /// `rp`'s process-wide parameters (traced as `load-params` on `tracer` when loaded now).
-    pub fn shared_params(&self, rp: RegisteredSealProof, tracer: &StageTracer) -> Result<Arc<Parameters<Bls12>>> {
+    pub fn shared_params(&self, rp: RegisteredSealProof, tracer: &StageTracer) -> Result<Arc<Srs>> {
         Ok(resources::shared_params(self, &rp, tracer)?)
     }
 
     /// What of `rp`'s circuit is resident in this process: (PCE, parameters).
-    pub fn resident(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+    pub fn resident(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Srs>>) {
         resources::resident(&self.circuit_id(&rp))
     }
 
     /// Drops this process's copies of `rp`'s PCE and parameters.
-    pub fn evict(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Parameters<Bls12>>>) {
+    pub fn evict(&self, rp: RegisteredSealProof) -> (Option<Arc<PreCompiledCircuit>>, Option<Arc<Srs>>) {
         resources::evict(&self.circuit_id(&rp))
     }
 
@@ -145,6 +153,10 @@ impl ProofKind for PorepC2 {
 
     fn pce_cache_dir(&self) -> &Path {
         &self.pce_cache_dir
+    }
+
+    fn srs_map_dir(&self) -> Option<&Path> {
+        self.srs_map_dir.as_deref()
     }
 
     fn verifiable(&self, req: &PorepInput) -> Result<()> {

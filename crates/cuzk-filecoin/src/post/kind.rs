@@ -29,17 +29,24 @@ use crate::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct PoSt {
     pce_cache_dir: PathBuf,
+    srs_map_dir: Option<PathBuf>,
 }
 
 impl PoSt {
     /// The kind with its PCE cache files in `pce_cache_dir`.
     pub fn new(pce_cache_dir: PathBuf) -> Self {
-        PoSt { pce_cache_dir }
+        PoSt { pce_cache_dir, srs_map_dir: None }
+    }
+
+    /// The same kind mapping its parameters from SRS map files in `dir` (`None`: decoded).
+    pub fn with_srs_map_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.srs_map_dir = dir;
+        self
     }
 
     /// The kind with the directories of `settings`.
     pub fn with_settings(settings: &Settings) -> Self {
-        PoSt::new(settings.pce_cache_dir.clone())
+        PoSt::new(settings.pce_cache_dir.clone()).with_srs_map_dir(settings.srs_map_dir.clone())
     }
 
     /// The engine job of one request.
@@ -107,6 +114,10 @@ impl ProofKind for PoSt {
 
     fn pce_cache_dir(&self) -> &Path {
         &self.pce_cache_dir
+    }
+
+    fn srs_map_dir(&self) -> Option<&Path> {
+        self.srs_map_dir.as_deref()
     }
 
     fn partitions(&self, req: &PostInput) -> Result<Vec<Synthesize>> {
