@@ -374,38 +374,27 @@ mod tests {
     use bellperson::groth16::Parameters;
     use group::Curve;
 
-    fn random_params(n: usize, seed: u64) -> Parameters<Bls12> {
+    /// `k` points along a random line (start + i * step): cheap, distinct, all on the curve.
+    fn line<P: group::Curve + group::Group<Scalar = blstrs::Scalar>>(k: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<P::AffineRepr> {
         use ff::Field;
-        use group::Group;
+        let g = P::generator();
+        let (mut acc, step) = (g * blstrs::Scalar::random(&mut *rng), g * blstrs::Scalar::random(&mut *rng));
+        let v: Vec<P> = (0..k)
+            .map(|_| {
+                acc += step;
+                acc
+            })
+            .collect();
+        let mut out = vec![g.to_affine(); k];
+        P::batch_normalize(&v, &mut out);
+        out
+    }
+
+    fn random_params(n: usize, seed: u64) -> Parameters<Bls12> {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        // Points along a random line (start + i * step): cheap, distinct, all on the curve.
-        let g1 = |k: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<G1Affine> {
-            let g = blstrs::G1Projective::generator();
-            let (mut acc, step) = (g * blstrs::Scalar::random(&mut *rng), g * blstrs::Scalar::random(&mut *rng));
-            let v: Vec<_> = (0..k)
-                .map(|_| {
-                    acc += step;
-                    acc
-                })
-                .collect();
-            let mut out = vec![G1Affine::default(); k];
-            blstrs::G1Projective::batch_normalize(&v, &mut out);
-            out
-        };
-        let g2 = |k: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<G2Affine> {
-            let g = blstrs::G2Projective::generator();
-            let (mut acc, step) = (g * blstrs::Scalar::random(&mut *rng), g * blstrs::Scalar::random(&mut *rng));
-            let v: Vec<_> = (0..k)
-                .map(|_| {
-                    acc += step;
-                    acc
-                })
-                .collect();
-            let mut out = vec![G2Affine::default(); k];
-            blstrs::G2Projective::batch_normalize(&v, &mut out);
-            out
-        };
+        let g1 = |k: usize, rng: &mut rand_chacha::ChaCha8Rng| line::<blstrs::G1Projective>(k, rng);
+        let g2 = |k: usize, rng: &mut rand_chacha::ChaCha8Rng| line::<blstrs::G2Projective>(k, rng);
         let p1 = g1(6, &mut rng);
         let p2 = g2(3, &mut rng);
         let vk = VerifyingKey {
