@@ -372,7 +372,6 @@ mod tests {
     use super::*;
     use crate::params::{load_params, write_params};
     use bellperson::groth16::Parameters;
-    use group::Curve;
 
     /// `k` points along a random line (start + i * step): cheap, distinct, all on the curve.
     fn line<P: group::Curve + group::Group<Scalar = blstrs::Scalar>>(k: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<P::AffineRepr> {
@@ -385,7 +384,7 @@ mod tests {
                 acc
             })
             .collect();
-        let mut out = vec![g.to_affine(); k];
+        let mut out: Vec<P::AffineRepr> = (0..k).map(|_| g.to_affine()).collect();
         P::batch_normalize(&v, &mut out);
         out
     }
