@@ -46,7 +46,7 @@
 //!
 //! let (r, s) = (Scalar::from(5u64), Scalar::from(7u64));
 //! let witness = Witness::evaluated(&inputs, &aux, evals);
-//! let (proof, _timings) = prove(&CpuBackend::new(), &params, &densities, witness, r, s, MsmMode::Split)?;
+//! let (proof, _timings) = prove(&CpuBackend::new(), (&params).into(), &densities, witness, r, s, MsmMode::Split)?;
 //!
 //! let pvk = groth16::prepare_verifying_key(&params.vk);
 //! assert!(groth16::verify_proof(&pvk, &proof, &[y])?);
