@@ -270,11 +270,6 @@ impl ParamsFile {
         }
         Ok(())
     }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// A G1 section of a parameter file.

@@ -63,11 +63,6 @@ impl Srs {
         }
     }
 
-    /// The verifying key.
-    pub fn vk(&self) -> &VerifyingKey<Bls12> {
-        self.sections().vk
-    }
-
     /// Host bytes this set keeps in anonymous memory: its points when decoded, none when mapped.
     pub fn host_bytes(&self) -> u64 {
         match self {

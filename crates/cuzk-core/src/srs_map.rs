@@ -37,6 +37,8 @@ const _: () = assert!(G1_SIZE == 96 && G2_SIZE == 192 && PAGE % std::mem::align_
 
 /// The sections in file order: h, l, a, b_g1 (G1), b_g2 (G2).
 const SECTIONS: usize = 5;
+/// The G1 sections, in file order.
+const G1_SECTIONS: [G1Section; 4] = [G1Section::H, G1Section::L, G1Section::A, G1Section::BG1];
 
 /// Header fields, each a little-endian u64 after the magic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,11 +138,16 @@ fn checksum(bytes: &[u8]) -> u64 {
     h ^ (h >> 29)
 }
 
-/// The checksum of a section's bytes: each `HASH_POINTS` piece hashed in parallel, then the
-/// pieces' checksums hashed in order.
+/// The checksums of each `HASH_POINTS` piece of `bytes` (points of `point` bytes), hashed in
+/// parallel, as little-endian bytes in order.
+fn piece_sums(bytes: &[u8], point: usize) -> Vec<u8> {
+    bytes.par_chunks(HASH_POINTS * point).flat_map_iter(|c| checksum(c).to_le_bytes()).collect()
+}
+
+/// The checksum of a section's bytes: the checksum of its pieces' checksums. `build`
+/// computes the same, piece by piece as it writes (its pieces are whole `HASH_POINTS` pieces).
 fn section_checksum(bytes: &[u8], point: usize) -> u64 {
-    let pieces: Vec<u8> = bytes.par_chunks(HASH_POINTS * point).flat_map_iter(|c| checksum(c).to_le_bytes()).collect();
-    checksum(&pieces)
+    checksum(&piece_sums(bytes, point))
 }
 
 fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
@@ -172,6 +179,12 @@ pub fn build(params: &Path, dest: &Path) -> Result<ParamsLayout> {
         };
         put(w, &header.encode(), &mut pos)?;
         put(w, &vk, &mut pos)?;
+        // A decoding error aborts the write; it is kept to be returned as it is.
+        let mut keep = |e: Error| {
+            let msg = e.to_string();
+            failure = Some(e);
+            std::io::Error::other(msg)
+        };
         let mut sums = [0u64; SECTIONS];
         for (i, sum) in sums.iter_mut().enumerate() {
             pad_to(w, &mut pos, header.at[i])?;
@@ -179,21 +192,14 @@ pub fn build(params: &Path, dest: &Path) -> Result<ParamsLayout> {
             let mut pieces = Vec::new();
             for first in (0..n).step_by(BUILD_POINTS) {
                 let k = BUILD_POINTS.min(n - first);
-                let decoded = match i {
-                    4 => pf.b_g2_points(first, k).map(|p| as_bytes(&p).to_vec()),
-                    _ => {
-                        pf.g1_points([G1Section::H, G1Section::L, G1Section::A, G1Section::BG1][i], first, k).map(|p| as_bytes(&p).to_vec())
-                    }
+                let mut write = |bytes: &[u8]| {
+                    pieces.extend(piece_sums(bytes, point_size(i)));
+                    put(w, bytes, &mut pos)
                 };
-                let bytes = decoded.map_err(|e| {
-                    let msg = e.to_string();
-                    failure = Some(e);
-                    std::io::Error::other(msg)
-                })?;
-                pieces.extend(
-                    bytes.par_chunks(HASH_POINTS * point_size(i)).flat_map_iter(|c| checksum(c).to_le_bytes()).collect::<Vec<u8>>(),
-                );
-                put(w, &bytes, &mut pos)?;
+                match i {
+                    4 => write(as_bytes(&pf.b_g2_points(first, k).map_err(&mut keep)?))?,
+                    _ => write(as_bytes(&pf.g1_points(G1_SECTIONS[i], first, k).map_err(&mut keep)?))?,
+                }
             }
             *sum = checksum(&pieces);
         }
