@@ -25,9 +25,14 @@
 # f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
 #    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
 #    sections over the cap travel with each call.
+# w: the 32 GiB WinningPoSt alone (no 2 KiB steps): its partition through `bench partition
+#    --post` with each MSM mode (split, plain, auto; device call times per proof), then its warm
+#    latency through the engine (`bench post`, RUNS runs).
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
+# T_PART: the seconds parts b and e give their partition bench (500, 560); MSM: the MSM
+# modes part b measures (split; e.g. split,auto).
 # RUNS / CPU_RUNS: part a's 32 GiB WinningPoSt runs on cuda (20) and cpu (3).
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
@@ -58,7 +63,7 @@ a)
 b)
     step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
     ls -la "$WORK/post32w"
-    step part32-window timeout 500 "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --json "$OUT/partition32-window.json"
+    step part32-window timeout "${T_PART:-500}" "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --msm "${MSM:-split}" --json "$OUT/partition32-window.json"
     ;;
 c)
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
@@ -69,7 +74,7 @@ c)
 e)
     step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
     ls -la "$WORK/update32"
-    step part32-update timeout 560 "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
+    step part32-update timeout "${T_PART:-560}" "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
         --json "$OUT/partition32-update.json"
     ;;
 f)
@@ -78,6 +83,13 @@ f)
             --params "$WORK/params/$(ls "$WORK/params" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
     done
+    ;;
+w)
+    step gen32 timeout 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"
+    step params-win32 timeout 300 "$BIN" params ensure --post 3
+    step part32-winning timeout 200 "$BIN" bench partition --post "$WORK/post32/winning.json" --backend cuda --reps 4 --matvec device \
+        --msm split,plain,auto --json "$OUT/partition32-winning.json"
+    step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --json "$OUT/bench32-winning-cuda.json"
     ;;
 t)
     for t in cuzk-gpu-unit cuzk-gpu-cuda-tests; do

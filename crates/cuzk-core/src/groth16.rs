@@ -79,6 +79,28 @@ pub enum MsmMode {
     Split,
     /// One general MSM over every selected scalar.
     Plain,
+    /// Split when at most a third of the scalars are general (neither 0 nor 1), else plain:
+    /// a split pays when it removes most of the MSM (PoRep's bit-heavy aux, ~2 % general),
+    /// but over mostly general scalars (Poseidon-heavy PoSt) it only adds the gather of the
+    /// general bases and, on a device, their upload beside the resident copy.
+    Auto,
+}
+
+impl MsmMode {
+    /// The mode an MSM over `scalars` runs in: [`MsmMode::Auto`] resolved by counting them.
+    pub fn resolve(self, scalars: &[Scalar]) -> MsmMode {
+        match self {
+            MsmMode::Auto => {
+                let general = scalars.par_iter().filter(|s| !(bool::from(s.is_zero()) || **s == Scalar::ONE)).count();
+                if general * 3 <= scalars.len() {
+                    MsmMode::Split
+                } else {
+                    MsmMode::Plain
+                }
+            }
+            m => m,
+        }
+    }
 }
 
 /// Where the time of one proof went.
@@ -233,9 +255,9 @@ fn backend_err(e: crate::backend::BackendError) -> Error {
 
 fn msm<P: MsmPoint>(b: &dyn Backend, bases: &[P], scalars: &[Scalar], mode: MsmMode) -> Result<P::Curve> {
     let m = P::msm_of(b);
-    match mode {
+    match mode.resolve(scalars) {
         MsmMode::Split => m.msm_split(bases, scalars),
-        MsmMode::Plain => m.msm(bases, scalars),
+        _ => m.msm(bases, scalars),
     }
     .map_err(backend_err)
 }
@@ -371,6 +393,24 @@ pub fn random_rs(n: usize) -> Vec<(Scalar, Scalar)> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn auto_splits_only_where_at_most_a_third_of_the_scalars_are_general() {
+        let general = Scalar::from(7u64);
+        let mix = |ones: usize, zeros: usize, gen: usize| -> Vec<Scalar> {
+            let mut v = vec![Scalar::ONE; ones];
+            v.extend(std::iter::repeat(Scalar::ZERO).take(zeros));
+            v.extend(std::iter::repeat(general).take(gen));
+            v
+        };
+        assert_eq!(MsmMode::Auto.resolve(&mix(98, 0, 2)), MsmMode::Split, "PoRep-like: 2 % general");
+        assert_eq!(MsmMode::Auto.resolve(&mix(10, 10, 10)), MsmMode::Split, "a third general still splits");
+        assert_eq!(MsmMode::Auto.resolve(&mix(10, 9, 11)), MsmMode::Plain, "just over a third");
+        assert_eq!(MsmMode::Auto.resolve(&mix(5, 5, 90)), MsmMode::Plain, "Poseidon-like: mostly general");
+        assert_eq!(MsmMode::Auto.resolve(&[]), MsmMode::Split);
+        assert_eq!(MsmMode::Plain.resolve(&mix(100, 0, 0)), MsmMode::Plain, "explicit modes are kept");
+        assert_eq!(MsmMode::Split.resolve(&mix(0, 0, 100)), MsmMode::Split);
+    }
 
     #[test]
     fn select_equals_a_naive_filter_across_block_edges_and_short_bitmaps() {

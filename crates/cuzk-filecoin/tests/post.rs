@@ -257,3 +257,17 @@ fn the_sector_split_witness_equals_the_whole_circuits_witness() {
         assert!(whole.inputs == split.inputs && whole.aux == split.aux, "{:?}: the split witness differs", input.registered_proof);
     }
 }
+
+/// The PoSt PCE recorded one sector per piece in parallel equals the whole circuit's recording
+/// (matrices, coefficient table, densities), for both 2 KiB PoSts and the 32 GiB WinningPoSt
+/// (66 pieces of a real-size tree).
+#[test]
+fn the_sector_split_pce_equals_the_whole_circuits_recording() {
+    for (size, winning) in [(2048u64, true), (2048, false), (32 << 30, true)] {
+        let rp = registry::for_size(size, winning).unwrap();
+        let split = circuit::extract(rp).unwrap();
+        let whole = circuit::extract_whole(rp).unwrap();
+        assert!(split.num_constraints > 0 && split.num_inputs > 1);
+        assert!(split == whole, "{rp:?}: the split PCE differs from the whole circuit's");
+    }
+}

@@ -29,15 +29,27 @@ use crate::{DeviceInfo, GpuError};
 const CPU_BELOW: usize = 1 << 10;
 /// From this many points on, bases are kept resident (below, they travel with each call).
 const RESIDENT_FROM: usize = 1 << 16;
+/// MSMs on resident bases of up to this many scalars stage them in pinned memory (PoSt's
+/// L, A and B at 2^18–2^19: the pageable copy was a large part of their call); larger ones
+/// copy from pageable memory rather than hold gigabytes of pinned buffers per MSM thread.
+const STAGE_MSM_SCALARS_UP_TO: usize = 1 << 22;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
 const MATVEC_CPU_BELOW: usize = 1 << 10;
 
+/// The stage log's length bound: a process that never takes the log (the daemon) keeps only
+/// the latest entries instead of growing with every device call.
+const LOG_CAP: usize = 4096;
+
 static LOG: DeviceLock<Vec<(String, f64)>> = DeviceLock::new(Vec::new());
 
 fn log(stage: impl Into<String>, seconds: f64) {
-    LOG.lock().push((stage.into(), seconds));
+    let mut l = LOG.lock();
+    if l.len() >= LOG_CAP {
+        l.drain(..LOG_CAP / 2);
+    }
+    l.push((stage.into(), seconds));
 }
 
 pub(crate) fn take_log() -> Vec<(String, f64)> {
@@ -331,6 +343,10 @@ impl CudaBackend {
     /// caller then sends the bases with the call.
     fn resident<P: GpuCurve>(&self, bases: &[P]) -> BackendResult<Option<Arc<Resident>>> {
         let key = SectionKey { tag: P::TAG, addr: bases.as_ptr() as usize, len: bases.len(), fingerprint: fingerprint(bases) };
+        // Take (and at once release) the device lock first: if a holder panicked, its reset
+        // empties the cache now, so no copy made before the panic is handed out (found on the
+        // device: the lookup used to run before the caller's own lock took the reset).
+        drop(self.device());
         let mut cache = self.resident_cache();
         if let Some(r) = cache.get(&key) {
             return Ok(Some(r));
@@ -383,10 +399,25 @@ impl CudaBackend {
         let t;
         let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
         if let Some(r) = r {
-            let _g = self.device();
-            t = Instant::now();
-            // SAFETY: n scalars, n resident bases, one output point.
-            call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
+            // The scalars go up from pinned memory (filled here, before the device lock): from
+            // pageable memory the driver copies them through its own staging, in the lock.
+            let mut staged = if n <= STAGE_MSM_SCALARS_UP_TO { self.take_staging(n) } else { None };
+            let s = match staged.as_mut() {
+                Some(buf) => {
+                    let dst = buf.scalars(n);
+                    par_copy(dst, scalars);
+                    dst.as_ptr() as *const blst::blst_fr
+                }
+                None => s,
+            };
+            let result = {
+                let _g = self.device();
+                t = Instant::now();
+                // SAFETY: n scalars (pinned or the caller's), n resident bases, one output point.
+                call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) })
+            };
+            self.give_back(staged);
+            result.map_err(dev_err)?;
         } else {
             let _g = self.device();
             t = Instant::now();
@@ -437,7 +468,10 @@ impl CudaBackend {
         use std::sync::atomic::Ordering;
         let bytes = count * std::mem::size_of::<Scalar>();
         let mut pool = self.staging.lock();
-        if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
+        // The smallest pooled buffer that fits, and none more than four times too large: a
+        // small MSM's scalars must not hold the quotient's gigabytes while it needs them.
+        let fits = pool.iter().enumerate().filter(|(_, b)| b.bytes >= bytes && b.bytes / 4 <= bytes).min_by_key(|(_, b)| b.bytes);
+        if let Some((i, _)) = fits {
             return Some(pool.swap_remove(i));
         }
         drop(pool);
@@ -904,8 +938,11 @@ mod tests {
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let want = Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap();
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want);
+        // One guard at a time: `resident_cache()` takes a lock, so the key is read under its own
+        // guard before the lookup takes the next one (nesting them deadlocked this test).
         let key = |b: &CudaBackend| b.resident_cache().keys_by_use().first().copied().expect("the bases are resident");
-        let first = b.resident_cache().get(&key(&b)).expect("the bases are resident");
+        let first_key = key(&b);
+        let first = b.resident_cache().get(&first_key).expect("the bases are resident");
         let r = catch_unwind(AssertUnwindSafe(|| {
             let _g = b.device();
             panic!("injected panic under the device lock");
@@ -913,7 +950,8 @@ mod tests {
         assert!(r.is_err());
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), want, "the device must serve after the panic");
         assert_eq!(b.lock.recoveries(), 1);
-        let second = b.resident_cache().get(&key(&b)).expect("the bases are resident again");
+        let second_key = key(&b);
+        let second = b.resident_cache().get(&second_key).expect("the bases are resident again");
         assert!(!Arc::ptr_eq(&first, &second), "what was resident when the panic hit must be uploaded again");
     }
 }

@@ -57,7 +57,7 @@ pub mod reference;
 pub mod witness;
 
 pub use matrix::{CsrMatrix, Evaluations, PreCompiledCircuit};
-pub use record::{extract, RecordingCs};
+pub use record::{extract, extract_split, RecordPiece, RecordingCs};
 
 /// Errors of the PCE crate.
 #[derive(Debug, thiserror::Error)]

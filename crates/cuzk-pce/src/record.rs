@@ -215,3 +215,115 @@ pub fn extract<C: Circuit<Scalar>>(circuit: C) -> Result<PreCompiledCircuit> {
     circuit.synthesize(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
     cs.finish()
 }
+
+/// One independent part of a circuit for [`extract_split`]: it synthesises its constraints
+/// into the system it is given, sharing nothing with the other parts but the constant ONE.
+pub type RecordPiece = Box<dyn FnOnce(&mut RecordingCs) -> std::result::Result<(), SynthesisError> + Send>;
+
+/// Pieces recorded at once by [`extract_split`]: enough to keep the threads busy while only
+/// this many recordings wait to be joined.
+const SPLIT_BATCH: usize = 64;
+
+/// The PCE of a circuit that is `pieces` synthesised one after the other (a PoSt circuit: one
+/// piece per sector), recorded in parallel and joined in order: piece k's inputs and aux
+/// variables follow those of pieces 0..k, its rows follow theirs, its coefficients are
+/// re-interned into one table. Equal to [`extract`] of the whole circuit exactly when the
+/// circuit synthesises its pieces in this order and they share nothing but ONE (a test checks
+/// that for PoSt); a piece that fails fails the whole.
+pub fn extract_split(mut pieces: Vec<RecordPiece>) -> Result<PreCompiledCircuit> {
+    use rayon::prelude::*;
+    let progress = Progress::start("PCE extraction", "constraints", 0);
+    let mut whole = RecordingCs::default();
+    while !pieces.is_empty() {
+        let batch: Vec<RecordPiece> = pieces.drain(..SPLIT_BATCH.min(pieces.len())).collect();
+        let recorded: Vec<RecordingCs> = batch
+            .into_par_iter()
+            .map(|piece| {
+                let mut cs = RecordingCs::default();
+                piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
+                Ok(cs)
+            })
+            .collect::<Result<_>>()?;
+        for part in recorded {
+            whole.append(part);
+        }
+        progress.set((whole.mats[2].row_ptr.len() - 1) as u64);
+    }
+    whole.progress = Some(progress);
+    whole.finish()
+}
+
+impl RecordingCs {
+    /// Appends `part`, recorded on its own, as if it had been synthesised here next: its ONE
+    /// is this system's ONE, its other inputs and its aux variables come after this system's,
+    /// its coefficients are interned here.
+    fn append(&mut self, part: RecordingCs) {
+        if let Some(why) = part.overflow {
+            self.overflow.get_or_insert(why);
+        }
+        let (in_base, aux_base) = (self.num_inputs as u32 - 1, self.num_aux as u32);
+        let coeff_map: Vec<u16> = part.coeffs.iter().map(|c| self.intern(c)).collect();
+        for (into, from) in self.mats.iter_mut().zip(part.mats) {
+            let base = *into.row_ptr.last().unwrap_or(&0);
+            into.row_ptr.extend(from.row_ptr[1..].iter().map(|&r| base.saturating_add(r)));
+            into.cols.extend(from.cols.iter().map(|&col| match (col & INPUT_TAG != 0, col & !INPUT_TAG) {
+                (true, 0) => col,
+                (true, i) => (in_base + i) | INPUT_TAG,
+                (false, i) => aux_base + i,
+            }));
+            into.coeff_idx.extend(from.coeff_idx.iter().map(|&c| coeff_map[c as usize]));
+        }
+        if u32::try_from(self.mats.iter().map(|m| m.cols.len()).max().unwrap_or(0)).is_err() {
+            self.overflow.get_or_insert_with(|| "more than 2^32 non-zeros in one matrix".into());
+        }
+        self.num_inputs += part.num_inputs - 1;
+        self.num_aux += part.num_aux;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+    use blstrs::Scalar;
+    use cuzk_core::testing::RandomCircuit;
+
+    use super::*;
+
+    /// Random circuits synthesised one after the other, as a PoSt circuit does its sectors.
+    #[derive(Clone)]
+    struct Sequence(Vec<RandomCircuit>);
+
+    impl Circuit<Scalar> for Sequence {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            for (i, c) in self.0.into_iter().enumerate() {
+                c.synthesize(&mut cs.namespace(|| format!("piece {i}")))?;
+            }
+            Ok(())
+        }
+    }
+
+    fn pieces(s: &Sequence) -> Vec<RecordPiece> {
+        s.0.iter().cloned().map(|c| Box::new(move |cs: &mut RecordingCs| c.synthesize(cs)) as RecordPiece).collect()
+    }
+
+    #[test]
+    fn split_extraction_equals_the_whole_circuits_across_batches() {
+        // 150 pieces: three batches, the last one partial; pieces of different sizes and
+        // their own coefficients, so the join's offsets and re-interning are all exercised.
+        for (count, seed) in [(1usize, 1u64), (3, 2), (150, 3)] {
+            let s = Sequence((0..count).map(|i| RandomCircuit::new(seed * 1000 + i as u64, 20 + i % 7, 25 + i % 11)).collect());
+            let whole = extract(s.clone()).unwrap();
+            let split = extract_split(pieces(&s)).unwrap();
+            assert!(whole.num_inputs > count, "the pieces have inputs of their own");
+            assert_eq!(split, whole, "{count} pieces");
+        }
+    }
+
+    #[test]
+    fn a_failing_piece_fails_the_split_extraction() {
+        let mut p = pieces(&Sequence(vec![RandomCircuit::new(1, 10, 10); 3]));
+        p.insert(1, Box::new(|_: &mut RecordingCs| Err(SynthesisError::AssignmentMissing)));
+        let e = extract_split(p).unwrap_err();
+        assert!(matches!(e, PceError::Synthesis(_)), "{e}");
+    }
+}

@@ -45,7 +45,7 @@ fn proofs_equal_bellpersons_for_equal_r_and_s() {
         let mut rng = ChaCha8Rng::seed_from_u64(seed + 7);
         let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
-        for mode in [MsmMode::Split, MsmMode::Plain] {
+        for mode in [MsmMode::Split, MsmMode::Plain, MsmMode::Auto] {
             let mut t = Timings::default();
             let got = prove_circuit(&cpu, &pce, &params, circuit.clone(), r, s, mode, &tracer, &mut t).unwrap();
             assert_eq!(bytes(&got), bytes(&want), "seed {seed}, {mode:?}: proof differs from bellperson's");

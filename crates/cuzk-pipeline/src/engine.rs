@@ -158,7 +158,7 @@ impl Config {
             provers_per_device: 1,
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
-            mode: MsmMode::Split,
+            mode: MsmMode::Auto,
             matvec: MatVecPlace::Auto,
             on_device_error: DeviceErrorPolicy::Fail,
             sample_period: Duration::from_millis(100),

@@ -100,11 +100,14 @@ pub struct Options {
     pub write_params: Option<PathBuf>,
     /// Seed of the one (r, s) every proof uses.
     pub rs_seed: u64,
+    /// MSM modes to measure, in order; empty: [`MsmMode::Split`] only.
+    pub msm: Vec<MsmMode>,
 }
 
 /// One proof.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
+    pub msm: MsmMode,
     pub matvec: MatVecPlace,
     /// The H step ran beside the other MSMs.
     pub overlap: bool,
@@ -166,6 +169,7 @@ pub struct PartitionBench {
 /// The warm median of one (mat-vec place, schedule).
 #[derive(Clone, Debug, Serialize)]
 pub struct Median {
+    pub msm: MsmMode,
     pub matvec: MatVecPlace,
     pub overlap: bool,
     pub seconds: Option<f64>,
@@ -174,6 +178,19 @@ pub struct Median {
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied()
+}
+
+/// Every (schedule, MSM mode, mat-vec place) to measure, in the order measured.
+fn combinations(schedules: &[bool], modes: &[MsmMode], places: &[MatVecPlace]) -> Vec<(bool, MsmMode, MatVecPlace)> {
+    let mut v = Vec::new();
+    for &o in schedules {
+        for &m in modes {
+            for &p in places {
+                v.push((o, m, p));
+            }
+        }
+    }
+    v
 }
 
 /// Runs the benchmark; `stage_log` takes the backend's stage log (empty for the CPU).
@@ -243,35 +260,33 @@ pub fn run(
     let own = backend.overlap_h();
     let schedules = if o.overlap.is_empty() { vec![own] } else { o.overlap.clone() };
     let places: Vec<MatVecPlace> = o.places.iter().map(|p| p.resolve(&[backend.name()])).collect();
-    for &overlap in &schedules {
+    let modes = if o.msm.is_empty() { vec![MsmMode::Split] } else { o.msm.clone() };
+    let combos = combinations(&schedules, &modes, &places);
+    for &(overlap, msm, place) in &combos {
         let scheduled = Scheduled::new(backend, overlap);
-        for &place in &places {
-            for rep in 0..o.reps.max(1) {
-                let evals = match place {
-                    MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
-                    _ => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
-                };
-                let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
-                let t = Instant::now();
-                let (proof, timings) = groth16::prove(&scheduled, (&params).into(), &d, wit, r, s, MsmMode::Split)?;
-                let seconds = t.elapsed().as_secs_f64();
-                let mut bytes = Vec::new();
-                proof.write(&mut bytes).map_err(|e| anyhow!("serialising the proof: {e}"))?;
-                proofs.push(bytes);
-                tracing::info!(?place, overlap, rep, seconds, "partition proved");
-                runs.push(Run { matvec: place, overlap, rep, seconds, timings, stages: stage_log() });
-                mem::malloc_trim();
-            }
+        for rep in 0..o.reps.max(1) {
+            let evals = match place {
+                MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
+                _ => Evals::Host { a: host.a.clone(), b: host.b.clone(), c: host.c.clone() },
+            };
+            let wit = Witness { inputs: &w.inputs, aux: &w.aux, evals };
+            let t = Instant::now();
+            let (proof, timings) = groth16::prove(&scheduled, (&params).into(), &d, wit, r, s, msm)?;
+            let seconds = t.elapsed().as_secs_f64();
+            let mut bytes = Vec::new();
+            proof.write(&mut bytes).map_err(|e| anyhow!("serialising the proof: {e}"))?;
+            proofs.push(bytes);
+            tracing::info!(?msm, ?place, overlap, rep, seconds, "partition proved");
+            runs.push(Run { msm, matvec: place, overlap, rep, seconds, timings, stages: stage_log() });
+            mem::malloc_trim();
         }
     }
-    let warm =
-        |p: MatVecPlace, o: bool| median(runs.iter().filter(|x| x.matvec == p && x.overlap == o && x.rep > 0).map(|x| x.seconds).collect());
+    let warm = |m: MsmMode, p: MatVecPlace, o: bool| {
+        median(runs.iter().filter(|x| x.msm == m && x.matvec == p && x.overlap == o && x.rep > 0).map(|x| x.seconds).collect())
+    };
     let main = if schedules.contains(&own) { own } else { schedules[0] };
-    let medians = schedules
-        .iter()
-        .flat_map(|&o| places.iter().map(move |&p| (p, o)))
-        .map(|(matvec, overlap)| Median { matvec, overlap, seconds: warm(matvec, overlap) })
-        .collect();
+    let medians =
+        combos.iter().map(|&(overlap, msm, matvec)| Median { msm, matvec, overlap, seconds: warm(msm, matvec, overlap) }).collect();
     Ok(PartitionBench {
         input,
         synthetic,
@@ -297,8 +312,8 @@ pub fn run(
         backend_matvec_equal,
         backend_overlaps: own,
         median_overlap: main,
-        median_host_matvec_seconds: warm(MatVecPlace::Host, main),
-        median_backend_matvec_seconds: warm(MatVecPlace::Backend, main),
+        median_host_matvec_seconds: warm(modes[0], MatVecPlace::Host, main),
+        median_backend_matvec_seconds: warm(modes[0], MatVecPlace::Backend, main),
         medians,
         proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
         proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),

@@ -421,8 +421,32 @@ pub struct PartitionArgs {
     /// Seed of the (r, s) every proof uses.
     #[arg(long, default_value_t = 7)]
     rs_seed: u64,
+    /// MSM modes to measure, in order (all proofs must still be the same bytes): split (the
+    /// bases of scalar 1 summed, a general MSM over the gathered rest), plain (one MSM over
+    /// every scalar, on the resident bases) and/or auto (split where at most a third of the
+    /// scalars are general, as the engine does).
+    #[arg(long, value_delimiter = ',', default_value = "split")]
+    msm: Vec<MsmModeArg>,
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+/// The `--msm` values of `bench partition`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum MsmModeArg {
+    Split,
+    Plain,
+    Auto,
+}
+
+impl From<MsmModeArg> for cuzk_core::groth16::MsmMode {
+    fn from(m: MsmModeArg) -> Self {
+        match m {
+            MsmModeArg::Split => Self::Split,
+            MsmModeArg::Plain => Self::Plain,
+            MsmModeArg::Auto => Self::Auto,
+        }
+    }
 }
 
 fn partition(a: PartitionArgs) -> Result<ExitCode> {
@@ -442,11 +466,13 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         params: params_in,
         write_params,
         rs_seed,
+        msm,
         json,
     } = a;
     let backend = crate::args::make_backend_with(backend, device_budget)?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
-    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed };
+    let msm = msm.into_iter().map(Into::into).collect();
+    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm };
     let r = match (c1, post, update) {
         (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;
@@ -515,15 +541,20 @@ fn print_partition(r: &PartitionBench) {
     for run in &r.runs {
         let t = &run.timings;
         println!(
-            "  prove (mat-vec {:?}, overlap {}) rep {}: {:>7.3} s; mat-vec {:.3} quotient {:.3} msm h {:.3} | l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}{}",
-            run.matvec, on_off(run.overlap), run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
+            "  prove (msm {:?}, mat-vec {:?}, overlap {}) rep {}: {:>7.3} s; mat-vec {:.3} quotient {:.3} msm h {:.3} | l {:.3} a {:.3} b_g1 {:.3} b_g2 {:.3}{}",
+            run.msm, run.matvec, on_off(run.overlap), run.rep, run.seconds, t.matvec.as_secs_f64(), t.quotient.as_secs_f64(), t.msm_h.as_secs_f64(),
             t.msm_l.as_secs_f64(), t.msm_a.as_secs_f64(), t.msm_b_g1.as_secs_f64(), t.msm_b_g2.as_secs_f64(),
             if run.overlap { " (after | beside the H step, waits included)" } else { "" }
         );
+        if !run.stages.is_empty() {
+            let stages: Vec<String> = run.stages.iter().map(|(name, s)| format!("{name} {:.1} ms", s * 1e3)).collect();
+            println!("    device calls: {}", stages.join("; "));
+        }
     }
     for m in &r.medians {
         println!(
-            "  warm median, mat-vec {:?}, overlap {}: {}",
+            "  warm median, msm {:?}, mat-vec {:?}, overlap {}: {}",
+            m.msm,
             m.matvec,
             on_off(m.overlap),
             m.seconds.map_or("-".into(), |v| format!("{v:.3} s"))
