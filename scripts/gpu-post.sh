@@ -27,7 +27,8 @@
 #    sections over the cap travel with each call.
 # w: the 32 GiB WinningPoSt alone (no 2 KiB steps): its partition through `bench partition
 #    --post` with each MSM mode (split, plain, auto; device call times per proof), then its warm
-#    latency through the engine (`bench post`, RUNS runs).
+#    latency through the engine (`bench post`, RUNS runs), with the default urgent pool and
+#    with 4 threads.
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
@@ -90,6 +91,8 @@ w)
     step part32-winning timeout 200 "$BIN" bench partition --post "$WORK/post32/winning.json" --backend cuda --reps 4 --matvec device \
         --msm split,plain,auto --json "$OUT/partition32-winning.json"
     step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --json "$OUT/bench32-winning-cuda.json"
+    step bench32-winning-cuda-urgent4 timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --urgent-threads 4 \
+        --json "$OUT/bench32-winning-cuda-urgent4.json"
     ;;
 t)
     for t in cuzk-gpu-unit cuzk-gpu-cuda-tests; do

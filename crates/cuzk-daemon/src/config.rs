@@ -81,7 +81,7 @@ pub struct EngineSection {
     pub urgent_lane: String,
     /// Threads reserved for urgent partitions' CPU work (witness, host steps of the prover),
     /// so that they do not queue behind bulk jobs' tasks; 0 = none (they share the
-    /// process-wide pool).
+    /// process-wide pool). Default: one per core.
     pub urgent_threads: usize,
 }
 
@@ -98,7 +98,7 @@ impl Default for EngineSection {
             inject_fault: String::new(),
             witness: "native".into(),
             urgent_lane: "high".into(),
-            urgent_threads: 4,
+            urgent_threads: cuzk_pipeline::engine::default_urgent_threads(),
         }
     }
 }
@@ -637,7 +637,7 @@ mod tests {
             crate::server::try_engine_config(&cfg, cpu()).unwrap().urgent_threads
         };
         assert_eq!((threads("0"), threads("6")), (0, 6));
-        assert_eq!(DaemonConfig::default().engine.urgent_threads, 4);
+        assert_eq!(DaemonConfig::default().engine.urgent_threads, cuzk_pipeline::engine::default_urgent_threads());
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct PostBench {
     pub sectors: usize,
     pub backend: String,
     pub threads: usize,
+    /// The engine's urgent-lane pool (`Config::urgent_threads`; 0: the process-wide pool).
+    pub urgent_threads: usize,
     pub runs: usize,
     /// cuzk: request submitted to the engine → verified proof bytes, each run.
     pub cuzk_s: Vec<f64>,
@@ -68,9 +70,18 @@ fn filecoin_proofs(input: &PostInput) -> Result<Vec<u8>> {
 }
 
 /// Runs the benchmark: one warm-up each, then `runs` alternating pairs.
-pub fn run(input: PostInput, backend: Arc<dyn cuzk_core::backend::Backend>, runs: usize) -> Result<PostBench> {
+pub fn run(
+    input: PostInput,
+    backend: Arc<dyn cuzk_core::backend::Backend>,
+    runs: usize,
+    urgent_threads: Option<usize>,
+) -> Result<PostBench> {
     let input = Arc::new(input);
     let mut cfg = Config::cpu(1, cuzk_pipeline::budget::default_budget());
+    if let Some(n) = urgent_threads {
+        cfg.urgent_threads = n;
+    }
+    let urgent_threads = cfg.urgent_threads;
     let name = backend.name().to_string();
     cfg.devices = vec![Device { name: name.clone(), backend }];
     let engine = Engine::start(cfg)?;
@@ -107,6 +118,7 @@ pub fn run(input: PostInput, backend: Arc<dyn cuzk_core::backend::Backend>, runs
         sectors: input.sectors.len(),
         backend: name,
         threads: rayon_threads(),
+        urgent_threads,
         runs: a.len(),
         cuzk_s: a,
         filecoin_proofs_s: b,

@@ -176,16 +176,20 @@ pub struct PostBenchArgs {
     runs: usize,
     #[arg(long, value_enum, default_value = "auto")]
     backend: crate::args::BackendArg,
+    /// Threads of the engine's urgent-lane pool, where the request's CPU work runs (0: the
+    /// process-wide pool). Default: the engine's, one per core.
+    #[arg(long)]
+    urgent_threads: Option<usize>,
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 fn post_bench(a: PostBenchArgs) -> Result<ExitCode> {
     let input = crate::cmd::post::load(&a.post)?;
-    let r = crate::bench::post::run(input, crate::args::make_backend(a.backend)?, a.runs)?;
+    let r = crate::bench::post::run(input, crate::args::make_backend(a.backend)?, a.runs, a.urgent_threads)?;
     println!(
-        "{} ({} sectors), backend {}, {} threads, {} runs after a warm-up each:",
-        r.registered_proof, r.sectors, r.backend, r.threads, r.runs
+        "{} ({} sectors), backend {}, {} threads ({} in the urgent pool), {} runs after a warm-up each:",
+        r.registered_proof, r.sectors, r.backend, r.threads, r.urgent_threads, r.runs
     );
     println!("  cuzk engine        median {:.3} s  {:?}", r.cuzk_median_s, r.cuzk_s);
     println!("  filecoin-proofs    median {:.3} s  {:?}", r.filecoin_proofs_median_s, r.filecoin_proofs_s);
