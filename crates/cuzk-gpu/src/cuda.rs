@@ -29,10 +29,6 @@ use crate::{DeviceInfo, GpuError};
 const CPU_BELOW: usize = 1 << 10;
 /// From this many points on, bases are kept resident (below, they travel with each call).
 const RESIDENT_FROM: usize = 1 << 16;
-/// MSMs on resident bases of up to this many scalars stage them in pinned memory (PoSt's
-/// L, A and B at 2^18–2^19: the pageable copy was a large part of their call); larger ones
-/// copy from pageable memory rather than hold gigabytes of pinned buffers per MSM thread.
-const STAGE_MSM_SCALARS_UP_TO: usize = 1 << 22;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -399,25 +395,10 @@ impl CudaBackend {
         let t;
         let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
         if let Some(r) = r {
-            // The scalars go up from pinned memory (filled here, before the device lock): from
-            // pageable memory the driver copies them through its own staging, in the lock.
-            let mut staged = if n <= STAGE_MSM_SCALARS_UP_TO { self.take_staging(n) } else { None };
-            let s = match staged.as_mut() {
-                Some(buf) => {
-                    let dst = buf.scalars(n);
-                    par_copy(dst, scalars);
-                    dst.as_ptr() as *const blst::blst_fr
-                }
-                None => s,
-            };
-            let result = {
-                let _g = self.device();
-                t = Instant::now();
-                // SAFETY: n scalars (pinned or the caller's), n resident bases, one output point.
-                call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) })
-            };
-            self.give_back(staged);
-            result.map_err(dev_err)?;
+            let _g = self.device();
+            t = Instant::now();
+            // SAFETY: n scalars, n resident bases, one output point.
+            call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
         } else {
             let _g = self.device();
             t = Instant::now();
@@ -468,10 +449,7 @@ impl CudaBackend {
         use std::sync::atomic::Ordering;
         let bytes = count * std::mem::size_of::<Scalar>();
         let mut pool = self.staging.lock();
-        // The smallest pooled buffer that fits, and none more than four times too large: a
-        // small MSM's scalars must not hold the quotient's gigabytes while it needs them.
-        let fits = pool.iter().enumerate().filter(|(_, b)| b.bytes >= bytes && b.bytes / 4 <= bytes).min_by_key(|(_, b)| b.bytes);
-        if let Some((i, _)) = fits {
+        if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
             return Some(pool.swap_remove(i));
         }
         drop(pool);
