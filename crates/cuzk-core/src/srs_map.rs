@@ -282,13 +282,17 @@ impl MappedSrs {
     /// Maps `path`, checking it against the `.params` file at `params` (point counts and
     /// verifying key bytes) and every section's checksum.
     pub fn open(path: &Path, params: &Path) -> Result<MappedSrs> {
-        Self::try_open(path, params).map_err(|u| match u {
+        Self::open_checked(path, params, Sections::Verify)
+    }
+
+    fn open_checked(path: &Path, params: &Path, sections: Sections) -> Result<MappedSrs> {
+        Self::try_open(path, params, sections).map_err(|u| match u {
             Unusable::Stale(why) => Error::params(path, why),
             Unusable::Params(e) => e,
         })
     }
 
-    fn try_open(path: &Path, params: &Path) -> std::result::Result<MappedSrs, Unusable> {
+    fn try_open(path: &Path, params: &Path, sections: Sections) -> std::result::Result<MappedSrs, Unusable> {
         let pf = ParamsFile::open(params).map_err(Unusable::Params)?;
         let file = File::open(path).map_err(|e| Unusable::Stale(format!("cannot open: {e}")))?;
         let map = Mapping::of(&file, path).map_err(|e| Unusable::Stale(e.to_string()))?;
@@ -309,7 +313,7 @@ impl MappedSrs {
         if &t[..8] != TRAILER_MAGIC || u64::from_le_bytes(t[end..end + 8].try_into().unwrap()) != checksum(&t[..end]) {
             return Err(Unusable::Stale("trailer missing or corrupt (an interrupted or truncated write)".into()));
         }
-        for i in 0..SECTIONS {
+        for i in (0..SECTIONS).filter(|_| sections == Sections::Verify) {
             let want = u64::from_le_bytes(t[8 + 8 * i..16 + 8 * i].try_into().unwrap());
             let at = header.at[i] as usize;
             let bytes = &b[at..at + header.counts[i] as usize * point_size(i)];
@@ -327,7 +331,7 @@ impl MappedSrs {
             // SAFETY: the section lies inside the mapping (checked against the file size at
             // open), starts on a page boundary (aligned for G1Affine), and holds the bytes of
             // `counts[i]` points this module wrote from decoded, curve-checked points; its
-            // checksum was verified at open.
+            // checksum was verified at open (or this process had just written it).
             unsafe {
                 std::slice::from_raw_parts(self.map.bytes()[self.header.at[i] as usize..].as_ptr().cast(), self.header.counts[i] as usize)
             }
@@ -360,7 +364,7 @@ pub enum MapOutcome {
 /// (missing, foreign, corrupt, stale) built anew from `params` and mapped. Errors of the
 /// parameter file itself are returned as they are, and no map is written for it.
 pub fn open_or_build(path: &Path, params: &Path) -> Result<(MappedSrs, MapOutcome)> {
-    let outcome = match MappedSrs::try_open(path, params) {
+    let outcome = match MappedSrs::try_open(path, params, Sections::Verify) {
         Ok(m) => return Ok((m, MapOutcome::Mapped)),
         Err(Unusable::Params(e)) => return Err(e),
         Err(Unusable::Stale(_)) if !path.exists() => MapOutcome::Built,
@@ -370,7 +374,19 @@ pub fn open_or_build(path: &Path, params: &Path) -> Result<(MappedSrs, MapOutcom
         }
     };
     build(params, path)?;
-    Ok((MappedSrs::open(path, params)?, outcome))
+    // Written just now from checked points, with the sums in its trailer computed from the
+    // same bytes: hashing every section again would double the first use (~44 GB read at
+    // 32 GiB). The header, verifying key and trailer are still checked.
+    Ok((MappedSrs::open_checked(path, params, Sections::Trust)?, outcome))
+}
+
+/// Whether an open recomputes the section checksums.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sections {
+    /// Every section hashed and compared with the trailer (any map found on disk).
+    Verify,
+    /// Not hashed: the map this process has just written.
+    Trust,
 }
 
 #[cfg(test)]

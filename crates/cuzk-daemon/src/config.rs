@@ -81,8 +81,8 @@ pub struct EngineSection {
     pub urgent_lane: String,
     /// Threads reserved for urgent partitions' CPU work (witness, host steps of the prover),
     /// so that they do not queue behind bulk jobs' tasks; 0 = none (they share the
-    /// process-wide pool). Default: one per core.
-    pub urgent_threads: usize,
+    /// process-wide pool), or "auto" (the default): one per core.
+    pub urgent_threads: String,
 }
 
 impl Default for EngineSection {
@@ -98,7 +98,7 @@ impl Default for EngineSection {
             inject_fault: String::new(),
             witness: "native".into(),
             urgent_lane: "high".into(),
-            urgent_threads: cuzk_pipeline::engine::default_urgent_threads(),
+            urgent_threads: "auto".into(),
         }
     }
 }
@@ -118,6 +118,10 @@ pub struct SrsSection {
     /// larger than the cap travels with each call. "" (the default): the whole device, copies
     /// dropped only when an upload runs out of memory.
     pub device_budget: String,
+    /// Directory of SRS map files (`cuzk_core::srs_map`): when set, parameters are mapped
+    /// from there (each map made from its `.params` file on first use, as large as that file)
+    /// instead of decoded into host memory. "" (the default): decoded.
+    pub map_dir: String,
 }
 
 /// Job bookkeeping and the limits that keep a hostile client from exhausting the daemon.
@@ -308,6 +312,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
+    ("CUZK_SRS_MAP_DIR", "srs.map_dir"),
     ("CUZK_RETAIN_JOBS", "jobs.retain"),
     ("CUZK_RETAIN_BYTES", "jobs.retain_bytes"),
     ("CUZK_RETAIN_SECS", "jobs.retain_secs"),
@@ -382,10 +387,11 @@ impl DaemonConfig {
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
             "engine.witness" => self.engine.witness = v.trim().into(),
             "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
-            "engine.urgent_threads" => self.engine.urgent_threads = num(v)?,
+            "engine.urgent_threads" => self.engine.urgent_threads = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "srs.device_budget" => self.srs.device_budget = v.trim().into(),
+            "srs.map_dir" => self.srs.map_dir = v.trim().into(),
             "jobs.retain" => self.jobs.retain = num(v)?,
             "jobs.max_request" => self.jobs.max_request = v.into(),
             _ => return self.set_limit(key, v),
@@ -446,6 +452,14 @@ impl DaemonConfig {
         }
         self.fault_plans()?;
         self.witness_mode()?;
+        if self.engine.urgent_threads != "auto" {
+            self.engine.urgent_threads.parse::<usize>().map_err(|_| {
+                DaemonError::Config(format!(
+                    "engine.urgent_threads: {:?} is neither \"auto\" nor a thread count",
+                    self.engine.urgent_threads
+                ))
+            })?;
+        }
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
@@ -529,6 +543,19 @@ impl DaemonConfig {
         match self.srs.device_budget.as_str() {
             "" => None,
             b => parse_bytes(b).ok(),
+        }
+    }
+
+    /// The SRS map directory (`None`: parameters are decoded).
+    pub fn srs_map_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.srs.map_dir.as_str()).filter(|d| !d.is_empty()).map(Into::into)
+    }
+
+    /// Threads of the urgent lane's pool (resolving "auto": one per core).
+    pub fn urgent_threads(&self) -> usize {
+        match self.engine.urgent_threads.as_str() {
+            "auto" => cuzk_pipeline::engine::default_urgent_threads(),
+            n => n.parse().unwrap_or_else(|_| cuzk_pipeline::engine::default_urgent_threads()),
         }
     }
 
@@ -636,8 +663,12 @@ mod tests {
             let cfg = DaemonConfig::load(None, move |k| (k == "CUZK_URGENT_THREADS").then(|| v.to_string())).unwrap();
             crate::server::try_engine_config(&cfg, cpu()).unwrap().urgent_threads
         };
-        assert_eq!((threads("0"), threads("6")), (0, 6));
-        assert_eq!(DaemonConfig::default().engine.urgent_threads, cuzk_pipeline::engine::default_urgent_threads());
+        assert_eq!((threads("0"), threads("6"), threads("auto")), (0, 6, cuzk_pipeline::engine::default_urgent_threads()));
+        assert_eq!(DaemonConfig::default().urgent_threads(), cuzk_pipeline::engine::default_urgent_threads());
+        let bad =
+            DaemonConfig::load(None, |k| (k == "CUZK_URGENT_THREADS").then(|| "many".to_string())).and_then(|c| c.validate().map(|_| c));
+        let e = bad.unwrap_err().to_string();
+        assert!(e.contains("engine.urgent_threads") && e.contains("many"), "{e}");
     }
 
     #[test]
@@ -648,6 +679,19 @@ mod tests {
         assert_eq!(load(" ").unwrap().device_budget_bytes(), None);
         let e = load("lots").unwrap_err().to_string();
         assert!(e.contains("srs.device_budget") && e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn the_srs_map_dir_comes_from_the_file_or_the_environment_and_is_off_by_default() {
+        assert_eq!(DaemonConfig::default().srs_map_dir(), None);
+        let env = DaemonConfig::load(None, |k| (k == "CUZK_SRS_MAP_DIR").then(|| " /var/cuzk/maps ".to_string())).unwrap();
+        assert_eq!(env.srs_map_dir(), Some("/var/cuzk/maps".into()));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cuzk.toml");
+        std::fs::write(&file, "[srs]\nmap_dir = \"/srv/maps\"\n").unwrap();
+        let from_file = DaemonConfig::load(Some(&file), |_| None).unwrap();
+        assert_eq!(from_file.srs_map_dir(), Some("/srv/maps".into()));
+        assert!(from_file.render().contains("map_dir = \"/srv/maps\""));
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Con
         "critical" => Some(cuzk_pipeline::Priority::Critical),
         _ => Some(cuzk_pipeline::Priority::High),
     };
-    c.urgent_threads = cfg.engine.urgent_threads;
+    c.urgent_threads = cfg.urgent_threads();
     c.trace = Some(Trace::bounded(TRACE_CAP));
     Ok(c)
 }

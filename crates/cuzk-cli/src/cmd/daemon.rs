@@ -55,7 +55,11 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        let h = cuzk_daemon::start(&cfg, devices, settings()).await?;
+        let mut settings = settings().clone();
+        if let Some(dir) = cfg.srs_map_dir() {
+            settings.srs_map_dir = Some(dir);
+        }
+        let h = cuzk_daemon::start(&cfg, devices, &settings).await?;
         eprintln!("cuzk daemon listening on {}", h.listen);
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM: draining"),
