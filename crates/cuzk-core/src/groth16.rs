@@ -399,8 +399,8 @@ mod tests {
         let general = Scalar::from(7u64);
         let mix = |ones: usize, zeros: usize, gen: usize| -> Vec<Scalar> {
             let mut v = vec![Scalar::ONE; ones];
-            v.extend(std::iter::repeat(Scalar::ZERO).take(zeros));
-            v.extend(std::iter::repeat(general).take(gen));
+            v.extend(std::iter::repeat_n(Scalar::ZERO, zeros));
+            v.extend(std::iter::repeat_n(general, gen));
             v
         };
         assert_eq!(MsmMode::Auto.resolve(&mix(98, 0, 2)), MsmMode::Split, "PoRep-like: 2 % general");
