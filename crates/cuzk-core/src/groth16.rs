@@ -86,13 +86,29 @@ pub enum MsmMode {
     Auto,
 }
 
+/// The most scalars [`MsmMode::resolve`] looks at.
+pub const AUTO_SAMPLE: usize = 4096;
+
 impl MsmMode {
-    /// The mode an MSM over `scalars` runs in: [`MsmMode::Auto`] resolved by counting them.
+    /// The mode an MSM over `scalars` runs in: [`MsmMode::Auto`] resolved by counting the
+    /// general ones among [`AUTO_SAMPLE`] scalars drawn along a Weyl sequence (every scalar
+    /// when there are fewer). The choice never changes the result, only its cost, so a
+    /// sample decides it without another pass over a 32 GiB partition's 4 GiB of aux; the
+    /// irrational stride keeps it from locking onto a circuit's periodic layout, as evenly
+    /// spaced picks could.
     pub fn resolve(self, scalars: &[Scalar]) -> MsmMode {
+        let is_general = |s: &Scalar| !(bool::from(s.is_zero()) || *s == Scalar::ONE);
         match self {
             MsmMode::Auto => {
-                let general = scalars.par_iter().filter(|s| !(bool::from(s.is_zero()) || **s == Scalar::ONE)).count();
-                if general * 3 <= scalars.len() {
+                let n = scalars.len();
+                let (seen, general) = if n <= AUTO_SAMPLE {
+                    (n, scalars.iter().filter(|s| is_general(s)).count())
+                } else {
+                    // k·φ·2^64 mod 2^64, scaled to [0, n).
+                    let pick = |k: usize| (((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128 * n as u128) >> 64) as usize;
+                    (AUTO_SAMPLE, (0..AUTO_SAMPLE).filter(|&k| is_general(&scalars[pick(k)])).count())
+                };
+                if general * 3 <= seen {
                     MsmMode::Split
                 } else {
                     MsmMode::Plain
@@ -410,6 +426,16 @@ mod tests {
         assert_eq!(MsmMode::Auto.resolve(&[]), MsmMode::Split);
         assert_eq!(MsmMode::Plain.resolve(&mix(100, 0, 0)), MsmMode::Plain, "explicit modes are kept");
         assert_eq!(MsmMode::Split.resolve(&mix(0, 0, 100)), MsmMode::Split);
+        // Long inputs are sampled, and periodic layouts do not fool the sample: one general
+        // scalar in every 245 (the stride evenly spaced picks would take at this length) still
+        // splits; 3 in every 5, and 2 in every 5 with the period of the picks, do not.
+        let periodic = |n: usize, period: usize, generals: usize| -> Vec<Scalar> {
+            (0..n).map(|i| if i % period < generals { general } else { Scalar::ONE }).collect()
+        };
+        assert_eq!(MsmMode::Auto.resolve(&periodic(1_000_003, 245, 1)), MsmMode::Split);
+        assert_eq!(MsmMode::Auto.resolve(&periodic(1_000_003, 5, 3)), MsmMode::Plain);
+        assert_eq!(MsmMode::Auto.resolve(&periodic(1_000_003, 5, 2)), MsmMode::Plain);
+        assert_eq!(MsmMode::Auto.resolve(&periodic(1_000_003, 50, 1)), MsmMode::Split);
     }
 
     #[test]
