@@ -93,16 +93,24 @@ fn blank<Tree: 'static + MerkleTreeTrait>(rp: RegisteredPoStProof) -> Result<Fal
 }
 
 fn extract_shaped<Tree: 'static + MerkleTreeTrait>(rp: RegisteredPoStProof) -> Result<PreCompiledCircuit> {
+    Ok(cuzk_pce::extract_split(sector_pieces(blank::<Tree>(rp)?))?)
+}
+
+/// `circuit` as one piece per sector, each the same circuit over that sector alone, to
+/// synthesise into a constraint system of type `CS` (recording or witness) and join.
+#[allow(clippy::type_complexity)]
+fn sector_pieces<Tree: 'static + MerkleTreeTrait, CS: bellperson::ConstraintSystem<blstrs::Scalar>>(
+    circuit: FallbackPoStCircuit<Tree>,
+) -> Vec<Box<dyn FnOnce(&mut CS) -> std::result::Result<(), bellperson::SynthesisError> + Send>> {
     use bellperson::Circuit;
-    let FallbackPoStCircuit { prover_id, sectors } = blank::<Tree>(rp)?;
-    let pieces: Vec<cuzk_pce::RecordPiece> = sectors
+    let FallbackPoStCircuit { prover_id, sectors } = circuit;
+    sectors
         .into_iter()
         .map(|sector| {
             let one = FallbackPoStCircuit::<Tree> { prover_id, sectors: vec![sector] };
-            Box::new(move |cs: &mut cuzk_pce::RecordingCs| one.synthesize(cs)) as cuzk_pce::RecordPiece
+            Box::new(move |cs: &mut CS| one.synthesize(cs)) as Box<dyn FnOnce(&mut CS) -> _ + Send>
         })
-        .collect();
-    Ok(cuzk_pce::extract_split(pieces)?)
+        .collect()
 }
 
 /// The PCE of `rp`'s blank circuit recorded whole, in one pass (what [`extract`] must equal).
@@ -172,15 +180,7 @@ pub fn sector_split_witness<Tree: 'static + MerkleTreeTrait>(
     circuit: FallbackPoStCircuit<Tree>,
     pce: &PreCompiledCircuit,
 ) -> Result<WitnessCs> {
-    use bellperson::Circuit;
-    let FallbackPoStCircuit { prover_id, sectors } = circuit;
-    let pieces: Vec<Piece> = sectors
-        .into_iter()
-        .map(|sector| {
-            let one = FallbackPoStCircuit::<Tree> { prover_id, sectors: vec![sector] };
-            Box::new(move |cs: &mut WitnessCs| one.synthesize(cs)) as Piece
-        })
-        .collect();
+    let pieces: Vec<Piece> = sector_pieces(circuit);
     Ok(split_witness(pieces, pce)?)
 }
 
