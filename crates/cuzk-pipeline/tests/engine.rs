@@ -442,13 +442,18 @@ fn an_urgent_job_is_parsed_while_a_slow_parse_runs_and_equal_priorities_keep_sub
     assert!(u.finished_s - u.submitted_s < 1.4, "the urgent proof took {:.2} s", u.finished_s - u.submitted_s);
     assert_eq!(s.result.unwrap(), reference(&f, &rs(1, 1)));
 
-    // Equal priorities: partitions go to the witness worker in submission order, whichever
-    // parse thread finished first.
+    // Equal priorities: partitions waiting together go to the witness worker in submission
+    // order, whichever parse thread finished first. A one-partition job whose witness takes 1 s
+    // holds the only witness worker while both jobs are parsed and queued (without it, an idle
+    // worker takes whichever job's partitions arrive first: a race, not an order).
+    let blocker = engine.submit(job_with_delay(&f, &rs(5, 1), None, None, Duration::from_millis(1000))).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
     let a = engine.submit(job_with_delay(&f, &rs(3, 3), None, None, Duration::from_millis(20))).unwrap();
     let b = engine.submit(job_with_delay(&f, &rs(4, 3), None, None, Duration::from_millis(20))).unwrap();
     let ids = (a.id, b.id);
     a.wait().result.unwrap();
     b.wait().result.unwrap();
+    blocker.wait().result.unwrap();
     let mut witness: Vec<_> =
         engine.trace().events().into_iter().filter(|e| e.stage == "witness" && (e.proof == ids.0 || e.proof == ids.1)).collect();
     witness.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
