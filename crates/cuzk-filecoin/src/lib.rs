@@ -45,6 +45,7 @@ pub mod error;
 pub mod merkle_shape;
 pub mod param_cache;
 pub mod porep;
+pub mod poseidon_witness;
 pub mod post;
 pub mod settings;
 pub mod update;

@@ -227,7 +227,7 @@ fn synthetic_post_requests_pass_the_vanilla_check_and_prove_to_verified_proofs()
         verify::ensure_valid(&input, &proof).unwrap_or_else(|e| panic!("{name}: the official verifier rejects the proof: {e}"));
     }
     let big = 32u64 << 30;
-    let winning = synthetic::winning_post(registry::for_size(big, true).unwrap(), MINER, randomness(5), 2).unwrap();
+    let winning = cuzk_filecoin::post::synthetic::winning_post(registry::for_size(big, true).unwrap(), MINER, randomness(5), 2).unwrap();
     let window = synthetic::window_post(registry::for_size(big, false).unwrap(), MINER, randomness(5), 3, 0, 2).unwrap();
     for input in [winning, window] {
         input.check().unwrap_or_else(|e| panic!("32 GiB {:?}: {e}", input.registered_proof));
@@ -255,7 +255,26 @@ fn the_sector_split_witness_equals_the_whole_circuits_witness() {
         let whole = cuzk_pce::witness::checked_witness(circuit::circuit::<SectorShape2KiB>(&input).unwrap(), &pce).unwrap();
         let split = circuit::sector_split_witness(circuit::circuit::<SectorShape2KiB>(&input).unwrap(), &pce).unwrap();
         assert!(whole.inputs == split.inputs && whole.aux == split.aux, "{:?}: the split witness differs", input.registered_proof);
+        // The engine's witness: native Poseidon, one piece per sector.
+        let native = circuit::partition_witness(&input, &pce).unwrap();
+        assert_eq!((native.inputs.len(), native.aux.len()), (whole.inputs.len(), whole.aux.len()));
+        assert_eq!(cuzk_pce::witness::diff(&native.aux, &whole.aux), 0, "{:?}: the native witness differs", input.registered_proof);
+        assert!(native.inputs == whole.inputs, "{:?}: the native witness's inputs differ", input.registered_proof);
     }
+}
+
+/// The native PoSt witness (Poseidon on field elements) equals the gadgets' sector by sector
+/// for a real-size tree: the 32 GiB WinningPoSt (66 one-challenge pieces, base and sub tree
+/// levels; a 32 GiB WindowPoSt partition is 2349 sectors of the same paths, too slow through
+/// the gadgets for a test).
+#[test]
+fn the_native_post_witness_equals_the_gadgets_for_32_gib_trees() {
+    let big = 32u64 << 30;
+    let winning = cuzk_filecoin::post::synthetic::winning_post(registry::for_size(big, true).unwrap(), MINER, randomness(8), 4).unwrap();
+    let r = circuit::compare_modes(&winning).unwrap();
+    assert_eq!(r.pieces, 66);
+    assert!(r.aux > 66 * 5000, "{} aux values for 66 challenges of a 32 GiB tree", r.aux);
+    assert_eq!((r.differing_pieces, r.differing_values), (0, 0), "32 GiB WinningPoSt");
 }
 
 /// The PoSt PCE recorded one sector per piece in parallel equals the whole circuit's recording

@@ -21,9 +21,11 @@ pub enum BenchCmd {
     /// every vector compared bit for bit; exits non-zero on any mismatch.
     Pce(PceArgs),
     /// One partition's witness computed natively and with the circuit's own gadgets (one piece
-    /// per challenge, in parallel, as the new path does), every value compared, both timed in
-    /// wall and core seconds. Needs no PCE or parameters: it runs on a synthetic 32 GiB C1
-    /// (`gen-c1 --synthetic`) on any machine with ~10 GiB free. Exits 1 on any difference.
+    /// per challenge of a PoRep C1, or per sector of a PoSt request with `--post`, in
+    /// parallel, as the new path does), every value compared, both timed in wall and core
+    /// seconds. Needs no PCE or parameters: it runs on a synthetic 32 GiB C1 (`gen-c1
+    /// --synthetic`, ~10 GiB free) or PoSt request (`gen-post --synthetic`) on any machine.
+    /// Exits 1 on any difference.
     WitnessModes(WitnessModesArgs),
     /// Where the gadget witness spends its time (the circuit's own gadgets, as `--witness
     /// gadgets` computes it): one partition's witness timed plainly, then
@@ -285,8 +287,13 @@ fn pce(a: PceArgs) -> Result<ExitCode> {
 
 #[derive(Args)]
 pub struct WitnessModesArgs {
+    /// The C1 whose partition to compare.
+    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    c1: Option<PathBuf>,
+    /// A PoSt request (`cuzk gen-post`, `--synthetic` at 32GiB) instead: its partition's
+    /// sectors, through the gadgets and with the native Poseidon witness.
     #[arg(long)]
-    c1: PathBuf,
+    post: Option<PathBuf>,
     /// The partition to compare.
     #[arg(long, default_value_t = 0)]
     partition: usize,
@@ -297,16 +304,31 @@ pub struct WitnessModesArgs {
 }
 
 fn witness_modes(a: WitnessModesArgs) -> Result<ExitCode> {
-    let WitnessModesArgs { c1, partition, sector, json } = a;
-    let (c1, id) = load_input(&c1, &sector)?;
-    if c1.synthetic {
-        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
-    }
-    let r = cuzk_filecoin::porep::pce::compare_modes(&c1, &id, partition)?;
-    println!(
-        "partition {} of {:?}: {} challenge pieces, {} inputs + {} aux (common part once per piece), {} threads",
-        r.partition, c1.registered_proof, r.pieces, r.inputs, r.aux, r.threads
-    );
+    let WitnessModesArgs { c1, post, partition, sector, json } = a;
+    let r = match (c1, post) {
+        (Some(c1), _) => {
+            let (c1, id) = load_input(&c1, &sector)?;
+            if c1.synthetic {
+                println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
+            }
+            let r = cuzk_filecoin::porep::pce::compare_modes(&c1, &id, partition)?;
+            println!(
+                "partition {} of {:?}: {} challenge pieces, {} inputs + {} aux (common part once per piece), {} threads",
+                r.partition, c1.registered_proof, r.pieces, r.inputs, r.aux, r.threads
+            );
+            r
+        }
+        (None, Some(post)) => {
+            let input = crate::cmd::post::load(&post)?;
+            let r = cuzk_filecoin::post::circuit::compare_modes(&input)?;
+            println!(
+                "partition {} of {:?}: {} sector pieces, {} inputs + {} aux, {} threads",
+                r.partition, input.registered_proof, r.pieces, r.inputs, r.aux, r.threads
+            );
+            r
+        }
+        (None, None) => anyhow::bail!("--c1 or --post is required"),
+    };
     println!("  gadgets  {:>8.3} s wall  {:>9.3} core-s", r.gadget_seconds, r.gadget_cpu_seconds);
     println!("  native   {:>8.3} s wall  {:>9.3} core-s", r.native_seconds, r.native_cpu_seconds);
     println!(

@@ -238,10 +238,15 @@ pub fn compare_modes(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeCompa
 }
 
 fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeComparison> {
-    use cuzk_core::mem::cpu_seconds;
     let prepared = prepare::<Tree>(c1, id)?;
-    let run = |mode: WitnessMode| -> Result<(Vec<WitnessCs>, f64, f64)> {
-        let pieces = challenge_pieces(&prepared, k, mode)?;
+    compare_piece_sets(k, challenge_pieces(&prepared, k, WitnessMode::Gadgets)?, challenge_pieces(&prepared, k, WitnessMode::Native)?)
+}
+
+/// Runs the gadget pieces, then the native ones, each set in parallel from an empty witness,
+/// and compares them piece by piece (any circuit family split into pieces).
+pub(crate) fn compare_piece_sets(partition: usize, gadget: Vec<Piece>, native: Vec<Piece>) -> Result<ModeComparison> {
+    use cuzk_core::mem::cpu_seconds;
+    let run = |pieces: Vec<Piece>| -> Result<(Vec<WitnessCs>, f64, f64)> {
         let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
         let ws = pieces
             .into_par_iter()
@@ -253,8 +258,8 @@ fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIde
             .collect::<Result<Vec<_>>>()?;
         Ok((ws, t.elapsed().as_secs_f64(), cpu_seconds() - cpu))
     };
-    let (gadget, gadget_seconds, gadget_cpu_seconds) = run(WitnessMode::Gadgets)?;
-    let (native, native_seconds, native_cpu_seconds) = run(WitnessMode::Native)?;
+    let (gadget, gadget_seconds, gadget_cpu_seconds) = run(gadget)?;
+    let (native, native_seconds, native_cpu_seconds) = run(native)?;
     let (mut differing_pieces, mut differing_values) = (0, 0);
     for (n, g) in native.iter().zip(&gadget) {
         let d = diff(&n.inputs, &g.inputs) + diff(&n.aux, &g.aux);
@@ -262,7 +267,7 @@ fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIde
         differing_pieces += usize::from(d > 0);
     }
     Ok(ModeComparison {
-        partition: k,
+        partition,
         pieces: native.len(),
         inputs: native.iter().map(|w| w.inputs.len()).sum(),
         aux: native.iter().map(|w| w.aux.len()).sum(),

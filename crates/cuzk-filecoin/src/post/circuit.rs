@@ -13,7 +13,9 @@ use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, Fal
 
 use super::input::{decoded, Decoded, PostInput};
 use super::registry;
+use super::witness::{native_pieces, native_witness, sector_values, SectorValues};
 use crate::porep::params::ParamPaths;
+use crate::porep::pce::{compare_piece_sets, ModeComparison};
 use crate::{Error, Result};
 use cuzk_pce::cache;
 use cuzk_pce::witness::{split_witness, Piece};
@@ -153,35 +155,56 @@ pub fn circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<Fal
     build(input, &d, &partition)
 }
 
-/// [`circuit`] after the deep check ([`PostInput::check`]), decoding the vanilla proofs once
-/// for both (what the engine's parse stage runs).
+/// [`circuit`] after the deep check ([`PostInput::check`]: filecoin-proofs lays the
+/// partition out and verifies its vanilla proofs), decoding the vanilla proofs once for both.
 pub fn checked_circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<FallbackPoStCircuit<Tree>> {
-    let d = decoded::<Tree>(input)?;
-    let partition = vanilla_partition::<Tree>(input, &d)?;
-    super::input::verify_vanilla(input, &d, &partition)?;
-    build(input, &d, &partition)
+    circuit::<Tree>(input)
 }
 
-/// The witness of `input`'s partition for `pce`, after the deep check, as the engine's parse
-/// stage computes it (the circuit's own gadgets through a witness-only constraint system).
+/// The values of `input`'s partition the native witness walks, after the deep check (what
+/// the engine's parse stage runs; the witness itself is [`native_witness`]).
+pub(crate) fn checked_sector_values<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<Vec<SectorValues>> {
+    let d = decoded::<Tree>(input)?;
+    let partition = vanilla_partition::<Tree>(input, &d)?;
+    sector_values::<Tree>(&d.inputs, &partition)
+}
+
+/// The witness of `input`'s partition for `pce`, after the deep check, as the engine computes
+/// it: natively ([`super::witness`]), one piece per sector in parallel.
 pub fn partition_witness(input: &PostInput, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
     with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce)
 }
 
 fn witness_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
-    sector_split_witness(checked_circuit::<Tree>(input)?, pce)
+    native_witness(checked_sector_values::<Tree>(input)?, pce)
 }
 
-/// The witness of `circuit` for `pce`, one piece per sector (WinningPoSt: per challenge)
-/// computed in parallel and joined in allocation order (`cuzk_pce::witness::split_witness`).
-/// The sectors share nothing but the constant ONE, so this is the circuit's own witness value
-/// for value (a test compares it with `cuzk_pce::witness::checked_witness`); the join checks every count.
+/// The witness of `circuit` for `pce` through the circuit's own gadgets, one piece per sector
+/// (WinningPoSt: per challenge) computed in parallel and joined in allocation order
+/// (`cuzk_pce::witness::split_witness`). The sectors share nothing but the constant ONE, so
+/// this is the circuit's own witness value for value (a test compares it with
+/// `cuzk_pce::witness::checked_witness`); the join checks every count. The reference the
+/// native witness is compared with.
 pub fn sector_split_witness<Tree: 'static + MerkleTreeTrait>(
     circuit: FallbackPoStCircuit<Tree>,
     pce: &PreCompiledCircuit,
 ) -> Result<WitnessCs> {
     let pieces: Vec<Piece> = sector_pieces(circuit);
     Ok(split_witness(pieces, pce)?)
+}
+
+/// `input`'s partition witness per sector through the gadgets and natively, timed and compared
+/// piece by piece (`cuzk bench witness-modes --post`); needs no PCE.
+pub fn compare_modes(input: &PostInput) -> Result<ModeComparison> {
+    with_shape!(registry::sector_size_of(input.registered_proof), compare_modes_shaped, input)
+}
+
+fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<ModeComparison> {
+    let d = decoded::<Tree>(input)?;
+    let partition = vanilla_partition::<Tree>(input, &d)?;
+    let gadget = sector_pieces(build(input, &d, &partition)?);
+    let native = native_pieces(sector_values::<Tree>(&d.inputs, &partition)?);
+    compare_piece_sets(input.partition_index, gadget, native)
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(

@@ -12,8 +12,7 @@ use filecoin_hashers::Hasher;
 use filecoin_proofs::{as_safe_commitment, with_shape, FallbackPoStSectorProof};
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_post::fallback::{self, FallbackPoSt, PublicSector};
+use storage_proofs_post::fallback::{self, PublicSector};
 
 use super::{circuit, registry};
 use crate::merkle_shape::{canonical, path_problem};
@@ -216,24 +215,6 @@ pub(crate) fn decoded<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Res
 
 fn check_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<()> {
     let d = decoded::<Tree>(input)?;
-    let partition = circuit::vanilla_partition::<Tree>(input, &d)?;
-    verify_vanilla(input, &d, &partition)
-}
-
-/// filecoin-proofs' verdict on the decoded partition `partition` of `input`.
-pub(crate) fn verify_vanilla<Tree: 'static + MerkleTreeTrait>(
-    input: &PostInput,
-    d: &Decoded<Tree>,
-    partition: &fallback::Proof<Tree::Proof>,
-) -> Result<()> {
-    let pp = circuit::vanilla_params(input.registered_proof)?;
-    let ok = FallbackPoSt::<Tree>::verify(&pp, &d.inputs, partition)
-        .map_err(|e| Error::PostInput { source_name: input.source.clone(), reason: format!("vanilla proofs: {e:#}") })?;
-    if !ok {
-        return Err(Error::PostInput {
-            source_name: input.source.clone(),
-            reason: "the vanilla proofs do not verify for this randomness, miner and partition".into(),
-        });
-    }
-    Ok(())
+    // filecoin-proofs verifies the vanilla proofs as it lays the partition out.
+    circuit::vanilla_partition::<Tree>(input, &d).map(drop)
 }

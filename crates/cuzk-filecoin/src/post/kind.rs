@@ -137,8 +137,8 @@ impl ProofKind for PoSt {
 }
 
 fn partition_shaped<Tree: 'static + MerkleTreeTrait>(req: &PostInput) -> Result<Vec<Synthesize>> {
-    let circuit = circuit::checked_circuit::<Tree>(req)?;
+    let sectors = circuit::checked_sector_values::<Tree>(req)?;
     Ok(vec![
-        Box::new(move |pce: &PreCompiledCircuit| circuit::sector_split_witness(circuit, pce).map_err(PipelineError::shared)) as Synthesize
+        Box::new(move |pce: &PreCompiledCircuit| super::witness::native_witness(sectors, pce).map_err(PipelineError::shared)) as Synthesize
     ])
 }

@@ -16,6 +16,7 @@ pub mod reference_prover;
 pub mod registry;
 pub mod synthetic;
 pub mod verify;
+mod witness;
 
 pub use filecoin_proofs_api::RegisteredPoStProof;
 pub use input::PostInput;
