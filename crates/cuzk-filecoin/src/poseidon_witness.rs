@@ -6,8 +6,11 @@
 //! constants and (sparse) MDS matrices and pushes the same values in the same order: per
 //! S-box its input when the gadget allocates it, then l², l⁴ and l⁵ (+ round key), and the
 //! result last. About 30× cheaper than the gadget through a `WitnessCs`; the tests compare
-//! both value by value for every arity Filecoin uses. It knows no circuit.
+//! both value by value for every arity Filecoin uses. [`por_inclusion`] is storage-proofs'
+//! `PoRCircuit` path on top of it (the PoSt and PoRep walks share it). It knows no circuit.
 
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
@@ -15,6 +18,7 @@ use ff::Field;
 use filecoin_hashers::PoseidonArity;
 use generic_array::typenum::{U11, U2, U4, U8};
 use neptune::poseidon::PoseidonConstants;
+use storage_proofs_core::gadgets::insertion::insert;
 
 use cuzk_witness::WitnessCs;
 
@@ -40,6 +44,46 @@ pub fn hash_allocated_any(cs: &mut WitnessCs, preimage: &[AllocatedNum<Fr>]) -> 
         11 => hash_allocated::<U11>(cs, preimage),
         _ => Err(SynthesisError::Unsatisfiable),
     }
+}
+
+/// A Merkle path as `MerkleProofTrait::as_options` gives it, every value present: per level
+/// from the leaf up, the siblings and the node's position among them.
+pub type Levels = Vec<(Vec<Fr>, usize)>;
+
+/// `as_options`' levels with every sibling and position present (a blank circuit's are not).
+pub fn levels(options: Vec<(Vec<Option<Fr>>, Option<usize>)>) -> Result<Levels, SynthesisError> {
+    options
+        .into_iter()
+        .map(|(hashes, index)| {
+            let hashes = hashes.into_iter().collect::<Option<Vec<_>>>().ok_or(SynthesisError::AssignmentMissing)?;
+            Ok((hashes, index.ok_or(SynthesisError::AssignmentMissing)?))
+        })
+        .collect()
+}
+
+/// storage-proofs' `PoRCircuit` with a private root that is already a variable, from an
+/// allocated `leaf`: per level the position's bits, the siblings, the insertion of the
+/// current node among them (the circuit's own gadget) and the level's hash; then the
+/// position bits packed into public inputs. Returns the computed root (whose equality with
+/// the root allocates nothing).
+pub fn por_inclusion(cs: &mut WitnessCs, leaf: AllocatedNum<Fr>, levels: &[(Vec<Fr>, usize)]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let mut cur = leaf;
+    let mut path_bits = Vec::new();
+    for (siblings, index) in levels {
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        let bits = (0..arity.trailing_zeros())
+            .map(|b| AllocatedBit::alloc(&mut *cs, Some((index >> b) & 1 == 1)).map(Boolean::from))
+            .collect::<Result<Vec<_>, _>>()?;
+        path_bits.extend_from_slice(&bits);
+        let siblings = siblings.iter().map(|h| AllocatedNum::alloc(&mut *cs, || Ok(*h))).collect::<Result<Vec<_>, _>>()?;
+        let inserted = insert(cs, &cur, &bits, &siblings)?;
+        cur = hash_allocated_any(cs, &inserted)?;
+    }
+    multipack::pack_into_inputs(&mut *cs, &path_bits)?;
+    Ok(cur)
 }
 
 /// Runs the permutation over `[domain tag] ++ preimage` as the legacy circuit does, pushing

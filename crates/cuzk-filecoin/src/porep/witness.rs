@@ -14,16 +14,18 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
+use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::sha256::Sha256Hasher;
-use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::{encode::encode, uint64::UInt64, variables::Root};
-use storage_proofs_core::merkle::{DiskStore, MerkleProofTrait, MerkleTreeTrait, MerkleTreeWrapper};
+use filecoin_hashers::Hasher;
+use storage_proofs_core::gadgets::{encode::encode, uint64::UInt64};
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
-use storage_proofs_porep::stacked::{Proof as VanillaProof, StackedCircuit, TOTAL_PARENTS};
+use storage_proofs_porep::stacked::{Column, ColumnProof, Proof as VanillaProof, StackedCircuit, TOTAL_PARENTS};
 
 use cuzk_witness::sha256::{sha256, Bit};
 use cuzk_witness::WitnessCs;
+
+use crate::poseidon_witness::{hash_allocated_any, levels, por_inclusion, Levels};
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
@@ -71,27 +73,36 @@ impl<Tree: 'static + MerkleTreeTrait> Partition<Tree> {
         comm_r.inputize(&mut *cs)?;
         let comm_r_last = alloc(cs, comm_r_last.into())?;
         let comm_c = alloc(cs, comm_c.into())?;
+        // Filecoin's replica trees hash with Poseidon, which is what the native walk computes.
+        if <Tree::Hasher as Hasher>::name() != PoseidonHasher::name() {
+            return Err(SynthesisError::Unsatisfiable);
+        }
         // comm_r = H(comm_c || comm_r_last); the equality itself allocates nothing.
-        <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+        hash_allocated_any(cs, &[comm_c.clone(), comm_r_last.clone()])?;
 
-        // The comm_d paths and layer counts come from the vanilla proofs; the rest from the
+        // The Merkle paths and layer counts come from the vanilla proofs; the rest from the
         // circuit's own per-challenge type, which converts the vanilla proofs exactly as the
         // gadget path does (the type is not exported: `same_type` names it through
         // `StackedCircuit::synthesize`'s signature).
-        let extra: Vec<_> = proofs.iter().map(|p| (p.comm_d_proofs.as_options(), p.labeling_proofs.len())).collect();
+        let paths: Vec<ChallengePaths> = proofs.iter().map(ChallengePaths::of::<Tree>).collect::<Result<_, _>>()?;
         let circuit_proofs: Vec<_> = proofs.into_iter().map(Into::into).collect();
         same_type(&circuit_proofs, StackedCircuit::<Tree, Sha256Hasher>::synthesize::<&mut WitnessCs>);
 
-        for (p, (comm_d_path, layers)) in circuit_proofs.into_iter().zip(extra) {
+        for (p, paths) in circuit_proofs.into_iter().zip(paths) {
+            let layers = paths.layers;
             let data_leaf = AllocatedNum::alloc(&mut *cs, || p.data_leaf.ok_or(SynthesisError::AssignmentMissing))?;
-            sha256_inclusion(cs, &comm_d_path, &data_leaf)?;
+            sha256_inclusion(cs, &paths.comm_d, &data_leaf)?;
 
             let (mut drg, mut exp) = (Vec::new(), Vec::new());
-            for (list, out) in [(p.drg_parents_proofs, &mut drg), (p.exp_parents_proofs, &mut exp)] {
-                for parent in list {
-                    let (col, path) = parent.alloc(&mut *cs)?;
-                    let hash = col.hash(&mut *cs)?;
-                    inclusion::<Tree>(cs, path, &comm_c, &hash)?;
+            for (list, list_paths, out) in [(p.drg_parents_proofs, paths.drg, &mut drg), (p.exp_parents_proofs, paths.exp, &mut exp)] {
+                if list.len() != list_paths.len() {
+                    return Err(SynthesisError::Unsatisfiable);
+                }
+                for (parent, levels) in list.into_iter().zip(list_paths) {
+                    let (col, _) = parent.alloc(&mut *cs)?;
+                    let rows: Vec<_> = (1..=layers).map(|l| col.get_value(l).clone()).collect();
+                    let hash = column_hash(cs, &rows)?;
+                    por_inclusion(cs, hash, &levels)?;
                     out.push(col);
                 }
             }
@@ -115,9 +126,9 @@ impl<Tree: 'static + MerkleTreeTrait> Partition<Tree> {
             }
 
             let encoded = encode(&mut *cs, labels.last().ok_or(SynthesisError::Unsatisfiable)?, &data_leaf)?;
-            inclusion::<Tree>(cs, p.comm_r_last_path, &comm_r_last, &encoded)?;
+            por_inclusion(cs, encoded, &paths.comm_r_last)?;
             let hash = column_hash(cs, &labels)?;
-            inclusion::<Tree>(cs, p.comm_c_path, &comm_c, &hash)?;
+            por_inclusion(cs, hash, &paths.comm_c)?;
         }
         Ok(())
     }
@@ -228,29 +239,55 @@ fn sha256_inclusion(cs: &mut WitnessCs, path: &[(Vec<Option<Fr>>, Option<usize>)
     Ok(())
 }
 
-/// The circuit's `enforce_inclusion` for a tree of `Tree`'s shape (Poseidon: gadgets).
-fn inclusion<Tree: 'static + MerkleTreeTrait>(
-    cs: &mut WitnessCs,
-    path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>,
-    root: &AllocatedNum<Fr>,
-    leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
-    type Wrapper<T> = MerkleTreeWrapper<
-        <T as MerkleTreeTrait>::Hasher,
-        DiskStore<Domain<T>>,
-        <T as MerkleTreeTrait>::Arity,
-        <T as MerkleTreeTrait>::SubTreeArity,
-        <T as MerkleTreeTrait>::TopTreeArity,
-    >;
-    PoRCircuit::<Wrapper<Tree>>::synthesize(cs, Root::Var(leaf.clone()), path, Root::Var(root.clone()), true)
-}
-
-/// `hash_single_column`.
+/// `hash_single_column` (columns of 2 or 11 layers), natively.
 fn column_hash(cs: &mut WitnessCs, column: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    use generic_array::typenum::{U11, U2};
     match column.len() {
-        2 => neptune::circuit::poseidon_hash::<_, Fr, U2>(cs, column.to_vec(), &*POSEIDON_CONSTANTS_2),
-        11 => neptune::circuit::poseidon_hash::<_, Fr, U11>(cs, column.to_vec(), &*POSEIDON_CONSTANTS_11),
+        2 | 11 => hash_allocated_any(cs, column),
         n => Err(SynthesisError::IncompatibleLengthVector(format!("a column of {n} layers"))),
     }
+}
+
+/// One challenge's Merkle paths and layer count, from its vanilla proof.
+struct ChallengePaths {
+    layers: usize,
+    comm_d: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    comm_r_last: Levels,
+    comm_c: Levels,
+    drg: Vec<Levels>,
+    exp: Vec<Levels>,
+}
+
+impl ChallengePaths {
+    fn of<Tree: 'static + MerkleTreeTrait>(p: &VanillaProof<Tree, Sha256Hasher>) -> Result<Self, SynthesisError> {
+        let columns = &p.replica_column_proofs;
+        let column_paths = |list: &[ColumnProof<_>]| list.iter().map(column_path).collect::<Result<Vec<_>, _>>();
+        Ok(ChallengePaths {
+            layers: p.labeling_proofs.len(),
+            comm_d: p.comm_d_proofs.as_options(),
+            comm_r_last: levels(p.comm_r_last_proof.as_options())?,
+            comm_c: column_path(&columns.c_x)?,
+            drg: column_paths(&columns.drg_parents)?,
+            exp: column_paths(&columns.exp_parents)?,
+        })
+    }
+}
+
+/// A column proof's fields in their serialized order: storage-proofs keeps the Merkle path of
+/// a `ColumnProof` crate-private, its serde form is public, so the path is read back through it.
+#[derive(serde::Deserialize)]
+struct ColumnProofFields<C, P> {
+    #[allow(dead_code)]
+    column: C,
+    inclusion_proof: P,
+}
+
+/// The Merkle path of a column proof (the column's hash up to comm_c).
+fn column_path<P>(p: &ColumnProof<P>) -> Result<Levels, SynthesisError>
+where
+    P: MerkleProofTrait + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let unreadable = |e: bincode::Error| SynthesisError::IncompatibleLengthVector(format!("a column proof's Merkle path: {e}"));
+    let bytes = bincode::serialize(p).map_err(unreadable)?;
+    let fields: ColumnProofFields<Column<P::Hasher>, P> = bincode::deserialize(&bytes).map_err(unreadable)?;
+    levels(fields.inclusion_proof.as_options())
 }

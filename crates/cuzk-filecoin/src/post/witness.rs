@@ -1,21 +1,17 @@
 //! The PoSt partition's witness with its Poseidon work done natively: this module walks
 //! `FallbackPoStCircuit`'s allocation sequence per sector — comm_r_last, comm_c, comm_r (and
-//! its input), H(comm_c, comm_r_last), then per challenge the leaf and, per tree level, the
-//! index bits, the siblings, the insertion of the current node among them and the level's
-//! hash, and last the packed path bits as an input — with storage-proofs' own insertion
-//! gadget and bellperson's packing, and [`crate::poseidon_witness`] for every hash (97 % of
-//! the aux values and nearly all of the gadget path's time). The values come from the laid-out
-//! vanilla proofs as `FallbackPoStCompound::circuit` takes them, the last public sector repeated
+//! its input), H(comm_c, comm_r_last), then per challenge the leaf and its Merkle path
+//! ([`crate::poseidon_witness::por_inclusion`]: storage-proofs' own insertion gadget and
+//! bellperson's packing around a native hash per level) — with [`crate::poseidon_witness`]
+//! for every hash (97 % of the aux values and nearly all of the gadget path's time). The
+//! values come from the laid-out vanilla proofs as `FallbackPoStCompound::circuit` takes them, the last public sector repeated
 //! for padding as it does. Sectors are independent pieces (`cuzk_pce::witness::split_witness`);
 //! the tests compare the result with the circuit's own witness value for value.
 
-use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
-use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::Hasher;
-use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_post::fallback::{self, SectorProof};
 
@@ -23,14 +19,13 @@ use cuzk_pce::witness::{split_witness, Piece};
 use cuzk_pce::PreCompiledCircuit;
 use cuzk_witness::WitnessCs;
 
-use crate::poseidon_witness::hash_allocated_any;
+use crate::poseidon_witness::{hash_allocated_any, levels, por_inclusion, Levels};
 use crate::{Error, Result};
 
-/// One challenge of a sector: the challenged leaf and, from the leaf up, each level's
-/// siblings and the node's position among them.
+/// One challenge of a sector: the challenged leaf and its path.
 struct Challenge {
     leaf: Fr,
-    levels: Vec<(Vec<Fr>, usize)>,
+    levels: Levels,
 }
 
 /// The values one sector of the circuit is built from.
@@ -57,20 +52,11 @@ pub(crate) fn sector_values<Tree: 'static + MerkleTreeTrait>(
 }
 
 fn one_sector<Tree: 'static + MerkleTreeTrait>(comm_r: Fr, proof: &SectorProof<Tree::Proof>) -> Result<SectorValues> {
-    let missing = || Error::Witness("a vanilla inclusion proof without a sibling or position".into());
+    let missing = |e: SynthesisError| Error::Witness(format!("a vanilla inclusion proof: {e}"));
     let challenges = proof
         .inclusion_proofs()
         .iter()
-        .map(|p| {
-            let levels = p
-                .as_options()
-                .into_iter()
-                .map(|(hashes, index)| {
-                    Ok((hashes.into_iter().collect::<Option<Vec<_>>>().ok_or_else(missing)?, index.ok_or_else(missing)?))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Challenge { leaf: p.leaf().into(), levels })
-        })
+        .map(|p| Ok(Challenge { leaf: p.leaf().into(), levels: levels(p.as_options()).map_err(missing)? }))
         .collect::<Result<Vec<_>>>()?;
     Ok(SectorValues { comm_r, comm_c: proof.comm_c.into(), comm_r_last: proof.comm_r_last.into(), challenges })
 }
@@ -85,23 +71,9 @@ fn synthesize_sector(cs: &mut WitnessCs, s: &SectorValues) -> std::result::Resul
     // H(comm_c, comm_r_last); its equality with comm_r allocates nothing.
     hash_allocated_any(cs, &[comm_c, comm_r_last])?;
     for c in &s.challenges {
-        let mut cur = alloc(cs, c.leaf)?;
-        let mut path_bits = Vec::new();
-        for (siblings, index) in &c.levels {
-            let arity = siblings.len() + 1;
-            if !arity.is_power_of_two() || arity < 2 {
-                return Err(SynthesisError::Unsatisfiable);
-            }
-            let bits = (0..arity.trailing_zeros())
-                .map(|b| AllocatedBit::alloc(&mut *cs, Some((index >> b) & 1 == 1)).map(Boolean::from))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            path_bits.extend_from_slice(&bits);
-            let siblings = siblings.iter().map(|h| alloc(cs, *h)).collect::<std::result::Result<Vec<_>, _>>()?;
-            let inserted = insert(cs, &cur, &bits, &siblings)?;
-            cur = hash_allocated_any(cs, &inserted)?;
-        }
-        multipack::pack_into_inputs(&mut *cs, &path_bits)?;
-        // The root is comm_r_last's variable: its equality allocates nothing.
+        // The leaf is allocated (`Root::Val`), the root is comm_r_last's variable.
+        let leaf = alloc(cs, c.leaf)?;
+        por_inclusion(cs, leaf, &c.levels)?;
     }
     Ok(())
 }
