@@ -48,6 +48,7 @@ pub mod porep;
 pub mod poseidon_witness;
 pub mod post;
 pub mod settings;
+mod sha256_witness;
 pub mod update;
 
 pub use error::{Error, Result};

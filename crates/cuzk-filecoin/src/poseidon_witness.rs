@@ -17,7 +17,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use filecoin_hashers::PoseidonArity;
 use generic_array::typenum::{U11, U2, U4, U8};
-use neptune::poseidon::PoseidonConstants;
+use neptune::poseidon::{Arity, PoseidonConstants};
 use storage_proofs_core::gadgets::insertion::insert;
 
 use cuzk_witness::WitnessCs;
@@ -26,11 +26,21 @@ use cuzk_witness::WitnessCs;
 /// constants, its assignments appended to `cs` exactly as the gadget appends them; returns
 /// the allocated result, like the gadget.
 pub fn hash_allocated<A: PoseidonArity>(cs: &mut WitnessCs, preimage: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    hash_allocated_with(cs, preimage, A::PARAMETERS())
+}
+
+/// [`hash_allocated`] with other constants of the same arity (SnapDeals draws its randomness
+/// with its own hash type).
+pub fn hash_allocated_with<A: Arity<Fr>>(
+    cs: &mut WitnessCs,
+    preimage: &[AllocatedNum<Fr>],
+    constants: &PoseidonConstants<Fr, A>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     if preimage.len() != A::to_usize() {
         return Err(SynthesisError::Unsatisfiable);
     }
     let values = preimage.iter().map(|n| n.get_value().ok_or(SynthesisError::AssignmentMissing)).collect::<Result<Vec<_>, _>>()?;
-    let out = permute_recording(&values, A::PARAMETERS(), &mut cs.aux);
+    let out = permute_recording(&values, constants, &mut cs.aux);
     AllocatedNum::alloc(cs, || Ok(out))
 }
 
@@ -88,7 +98,7 @@ pub fn por_inclusion(cs: &mut WitnessCs, leaf: AllocatedNum<Fr>, levels: &[(Vec<
 
 /// Runs the permutation over `[domain tag] ++ preimage` as the legacy circuit does, pushing
 /// every value the circuit allocates onto `aux` except the result, which it returns.
-fn permute_recording<A: PoseidonArity>(preimage: &[Fr], k: &PoseidonConstants<Fr, A>, aux: &mut Vec<Fr>) -> Fr {
+fn permute_recording<A: Arity<Fr>>(preimage: &[Fr], k: &PoseidonConstants<Fr, A>, aux: &mut Vec<Fr>) -> Fr {
     let width = preimage.len() + 1;
     let rc = &k.compressed_round_constants;
     let half = k.half_full_rounds;
@@ -161,7 +171,7 @@ fn s_box(l: Fr, key: Option<Fr>, aux: &mut Vec<Fr>) -> Fr {
 /// The MDS step after round `round`: the pre-sparse matrix before the partial rounds, the
 /// sparse matrices during them, the full matrix otherwise (the optimised schedule the
 /// compressed round constants belong to).
-fn mix<A: PoseidonArity>(k: &PoseidonConstants<Fr, A>, round: usize, state: &mut [Fr], next: &mut [Fr]) {
+fn mix<A: Arity<Fr>>(k: &PoseidonConstants<Fr, A>, round: usize, state: &mut [Fr], next: &mut [Fr]) {
     let sparse_from = k.half_full_rounds - 1;
     if round > sparse_from && round < k.half_full_rounds + k.partial_rounds {
         let m = &k.sparse_matrixes[round - sparse_from - 1];
@@ -218,6 +228,28 @@ mod tests {
             compare::<U8>(seed);
             compare::<U11>(seed);
         }
+    }
+
+    /// SnapDeals' randomness hash: arity 2 with its own hash type (another domain tag).
+    #[test]
+    fn other_constants_of_an_arity_are_walked_as_the_gadget_walks_them() {
+        let k = &*storage_proofs_update::constants::POSEIDON_CONSTANTS_GEN_RANDOMNESS;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let values = [Fr::random(&mut rng), Fr::random(&mut rng)];
+        let run = |native: bool| {
+            let mut cs = WitnessCs::with_capacity(1, 0);
+            let pre: Vec<_> = values.iter().map(|v| AllocatedNum::alloc(&mut cs, || Ok(*v)).unwrap()).collect();
+            let out = if native {
+                hash_allocated_with(&mut cs, &pre, k).unwrap()
+            } else {
+                neptune::circuit::poseidon_hash(&mut cs, pre, k).unwrap()
+            };
+            (cs.aux, out.get_value())
+        };
+        let (ours, gadget) = (run(true), run(false));
+        assert_eq!(ours.0.len(), gadget.0.len());
+        assert!(ours == gadget, "the GEN_RANDOMNESS walk differs from the gadget");
+        assert_ne!(k.domain_tag, U2::PARAMETERS().domain_tag, "the test must use other constants than the tree's");
     }
 
     #[test]

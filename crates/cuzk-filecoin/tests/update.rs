@@ -217,3 +217,19 @@ fn a_synthetic_32gib_update_passes_the_shape_checks() {
         t.elapsed().as_secs_f64()
     );
 }
+
+/// The engine's SnapDeals witness (native SHA-256 and Poseidon, challenges in parallel) equals
+/// the circuit's own gadgets value for value: the real 2 KiB request, and partition 5 of a
+/// synthetic 32 GiB request (the production shape: 86 challenges, the oct-tree with its sub-tree
+/// level, 128 apex leaves, h from 7 to 12; random contents, which the witness need not satisfy).
+#[test]
+fn the_native_update_witness_equals_the_gadgets() {
+    let w = world();
+    let r = circuit::compare_modes(&w.input, 0).unwrap();
+    assert!(r.aux > 1000, "{} aux values", r.aux);
+    assert_eq!(r.differing_values, 0, "2 KiB: the native witness differs");
+    let big = cuzk_filecoin::update::synthetic::update(registry::for_size(32 << 30).unwrap(), 3).unwrap();
+    let r = circuit::compare_modes(&big, 5).unwrap();
+    assert!(r.aux > 80_000_000, "{} aux values in a 32 GiB partition", r.aux);
+    assert_eq!(r.differing_values, 0, "32 GiB partition 5: the native witness differs");
+}

@@ -22,9 +22,10 @@ pub enum BenchCmd {
     Pce(PceArgs),
     /// One partition's witness computed natively and with the circuit's own gadgets (one piece
     /// per challenge of a PoRep C1, or per sector of a PoSt request with `--post`, in
-    /// parallel, as the new path does), every value compared, both timed in wall and core
-    /// seconds. Needs no PCE or parameters: it runs on a synthetic 32 GiB C1 (`gen-c1
-    /// --synthetic`, ~10 GiB free) or PoSt request (`gen-post --synthetic`) on any machine.
+    /// parallel, as the new path does; a SnapDeals partition with `--update`), every value
+    /// compared, both timed in wall and core seconds. Needs no PCE or parameters: it runs on a
+    /// synthetic 32 GiB C1 (`gen-c1 --synthetic`, ~10 GiB free), PoSt request (`gen-post
+    /// --synthetic`) or update (`gen-update --synthetic`, ~6 GiB) on any machine.
     /// Exits 1 on any difference.
     WitnessModes(WitnessModesArgs),
     /// Where the gadget witness spends its time (the circuit's own gadgets, as `--witness
@@ -288,12 +289,16 @@ fn pce(a: PceArgs) -> Result<ExitCode> {
 #[derive(Args)]
 pub struct WitnessModesArgs {
     /// The C1 whose partition to compare.
-    #[arg(long, required_unless_present = "post", conflicts_with = "post")]
+    #[arg(long, required_unless_present_any = ["post", "update"], conflicts_with_all = ["post", "update"])]
     c1: Option<PathBuf>,
     /// A PoSt request (`cuzk gen-post`, `--synthetic` at 32GiB) instead: its partition's
     /// sectors, through the gadgets and with the native Poseidon witness.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "update")]
     post: Option<PathBuf>,
+    /// A SnapDeals request (`cuzk gen-update`, `--synthetic` at 32GiB) instead: partition
+    /// `--partition` whole through the gadgets, natively with its challenges in parallel.
+    #[arg(long)]
+    update: Option<PathBuf>,
     /// The partition to compare.
     #[arg(long, default_value_t = 0)]
     partition: usize,
@@ -304,9 +309,9 @@ pub struct WitnessModesArgs {
 }
 
 fn witness_modes(a: WitnessModesArgs) -> Result<ExitCode> {
-    let WitnessModesArgs { c1, post, partition, sector, json } = a;
-    let r = match (c1, post) {
-        (Some(c1), _) => {
+    let WitnessModesArgs { c1, post, update, partition, sector, json } = a;
+    let r = match (c1, post, update) {
+        (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;
             if c1.synthetic {
                 println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied — exactness still applies)", c1.path.display());
@@ -318,7 +323,7 @@ fn witness_modes(a: WitnessModesArgs) -> Result<ExitCode> {
             );
             r
         }
-        (None, Some(post)) => {
+        (None, Some(post), _) => {
             let input = crate::cmd::post::load(&post)?;
             let r = cuzk_filecoin::post::circuit::compare_modes(&input)?;
             println!(
@@ -327,7 +332,16 @@ fn witness_modes(a: WitnessModesArgs) -> Result<ExitCode> {
             );
             r
         }
-        (None, None) => anyhow::bail!("--c1 or --post is required"),
+        (None, None, Some(update)) => {
+            let input = crate::cmd::update::load(&update, false)?;
+            let r = cuzk_filecoin::update::circuit::compare_modes(&input, partition)?;
+            println!(
+                "partition {} of {:?}: {} inputs + {} aux (native: the challenges in parallel), {} threads",
+                r.partition, input.registered_proof, r.inputs, r.aux, r.threads
+            );
+            r
+        }
+        (None, None, None) => anyhow::bail!("--c1, --post or --update is required"),
     };
     println!("  gadgets  {:>8.3} s wall  {:>9.3} core-s", r.gadget_seconds, r.gadget_cpu_seconds);
     println!("  native   {:>8.3} s wall  {:>9.3} core-s", r.native_seconds, r.native_cpu_seconds);

@@ -26,6 +26,7 @@ use cuzk_witness::sha256::{sha256, Bit};
 use cuzk_witness::WitnessCs;
 
 use crate::poseidon_witness::{hash_allocated_any, levels, por_inclusion, Levels};
+use crate::sha256_witness::{hash_two, num_bits, pack_digest};
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
@@ -153,33 +154,6 @@ fn views(bits: &[Boolean]) -> Result<Vec<Bit>, SynthesisError> {
         .collect()
 }
 
-/// `AllocatedNum::to_bits_le` (255 allocated bits, least significant first) followed by
-/// `reverse_bit_numbering` (pad to 256 with a constant zero, reverse each byte).
-fn num_bits(cs: &mut WitnessCs, v: Option<Fr>) -> Result<Vec<Bit>, SynthesisError> {
-    let repr = v.ok_or(SynthesisError::AssignmentMissing)?.to_repr();
-    let bit = |i: usize| i < Fr::NUM_BITS as usize && (repr.as_ref()[i / 8] >> (i % 8)) & 1 == 1;
-    cs.aux.extend((0..Fr::NUM_BITS as usize).map(|i| if bit(i) { Fr::ONE } else { Fr::ZERO }));
-    let mut out = Vec::with_capacity(256);
-    for byte in 0..32 {
-        for j in (0..8).rev() {
-            let i = byte * 8 + j;
-            out.push(if i < Fr::NUM_BITS as usize { Bit::var(bit(i)) } else { Bit::constant(false) });
-        }
-    }
-    Ok(out)
-}
-
-/// A digest's bits with each byte reversed, the first 254 packed into one allocated number
-/// (`multipack::pack_bits`, as both the label and the SHA-256 tree hash end).
-fn pack_digest(cs: &mut WitnessCs, digest: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    let mut repr = [0u8; 32];
-    for (i, b) in digest.chunks(8).flat_map(|c| c.iter().rev()).take(Fr::CAPACITY as usize).enumerate() {
-        repr[i / 8] |= (b.value as u8) << (i % 8);
-    }
-    let v = Option::<Fr>::from(Fr::from_repr(repr)).ok_or(SynthesisError::Unsatisfiable)?;
-    AllocatedNum::alloc(cs, || Ok(v))
-}
-
 fn pad_to(bits: &mut Vec<Bit>, multiple: usize) {
     while bits.len() % multiple != 0 {
         bits.push(Bit::constant(false));
@@ -227,10 +201,7 @@ fn sha256_inclusion(cs: &mut WitnessCs, path: &[(Vec<Option<Fr>>, Option<usize>)
         index_bits.push(right);
         let (l, r) = if right { (*sibling, cur) } else { (cur, *sibling) };
         cs.aux.extend([if right { Fr::ONE } else { Fr::ZERO }, *sibling, l, r]);
-        let mut preimage = num_bits(cs, Some(l))?;
-        preimage.extend(num_bits(cs, Some(r))?);
-        let digest = sha256(&mut cs.aux, &preimage);
-        cur = pack_digest(cs, &digest)?.get_value().ok_or(SynthesisError::AssignmentMissing)?;
+        cur = hash_two(cs, l, r)?.get_value().ok_or(SynthesisError::AssignmentMissing)?;
     }
     for chunk in index_bits.chunks(Fr::CAPACITY as usize) {
         let v = chunk.iter().rev().fold(Fr::ZERO, |acc, &b| acc.double() + if b { Fr::ONE } else { Fr::ZERO });

@@ -17,6 +17,7 @@ use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySe
 use super::input::{config, decoded, public_params, verify_vanilla, UpdateInput};
 use super::registry;
 use crate::porep::params::ParamPaths;
+use crate::porep::pce::ModeComparison;
 use crate::{Error, Result};
 use cuzk_pce::cache;
 use cuzk_pce::PreCompiledCircuit;
@@ -100,8 +101,8 @@ fn checked_proofs<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: 
 }
 
 /// The witness of partition `k` of `input` for `pce` (after the deep check, unless the
-/// request is synthetic), as the engine's parse stage computes it: the circuit's own gadgets
-/// through a witness-only constraint system, checked against the PCE's counts.
+/// request is synthetic), as the engine computes it: natively, its challenges in parallel
+/// ([`super::witness`]), checked against the PCE's counts.
 pub fn partition_witness(input: &UpdateInput, pce: &PreCompiledCircuit, k: usize) -> Result<cuzk_pce::witness::WitnessCs> {
     with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce, k)
 }
@@ -111,12 +112,53 @@ fn witness_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     pce: &PreCompiledCircuit,
     k: usize,
 ) -> Result<cuzk_pce::witness::WitnessCs> {
+    super::witness::native_witness(partition_circuit::<Tree>(input, k)?, pce)
+}
+
+/// Partition `k`'s circuit after the deep check (only that one is built: 16 at 32 GiB would
+/// be built for nothing).
+fn partition_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &UpdateInput,
+    k: usize,
+) -> Result<EmptySectorUpdateCircuit<Tree>> {
     let bad = |reason: String| Error::UpdateInput { source_name: input.source.clone(), reason };
     let proofs = checked_proofs::<Tree>(input)?;
     let proof = proofs.get(k).ok_or_else(|| bad(format!("no partition {k}: the request has {}", proofs.len())))?;
-    // Only partition k's circuit is built (16 at 32 GiB would be built for nothing).
-    let circuit = build(input, &public_inputs(input)?, proof, k)?;
-    Ok(cuzk_pce::witness::checked_witness(circuit, pce)?)
+    build(input, &public_inputs(input)?, proof, k)
+}
+
+/// Partition `k`'s witness through the circuit's own gadgets and natively, timed and compared
+/// value by value (`cuzk bench witness-modes --update`); needs no PCE (the gadget witness
+/// gives the counts the native one is checked against).
+pub fn compare_modes(input: &UpdateInput, k: usize) -> Result<ModeComparison> {
+    with_shape!(registry::sector_size_of(input.registered_proof), compare_modes_shaped, input, k)
+}
+
+fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &UpdateInput, k: usize) -> Result<ModeComparison> {
+    use cuzk_core::mem::cpu_seconds;
+    use std::time::Instant;
+    let (gadget_circuit, native_circuit) = (partition_circuit::<Tree>(input, k)?, partition_circuit::<Tree>(input, k)?);
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let mut gadget = cuzk_pce::witness::WitnessCs::with_capacity(1, 0);
+    bellperson::Circuit::synthesize(gadget_circuit, &mut gadget).map_err(|e| Error::Witness(e.to_string()))?;
+    let (gadget_seconds, gadget_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let native = super::witness::native_witness_of_size(native_circuit, (gadget.inputs.len(), gadget.aux.len()))?;
+    let (native_seconds, native_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let differing_values = cuzk_pce::witness::diff(&native.inputs, &gadget.inputs) + cuzk_pce::witness::diff(&native.aux, &gadget.aux);
+    Ok(ModeComparison {
+        partition: k,
+        pieces: 1,
+        inputs: native.inputs.len(),
+        aux: native.aux.len(),
+        native_seconds,
+        native_cpu_seconds,
+        gadget_seconds,
+        gadget_cpu_seconds,
+        differing_pieces: usize::from(differing_values > 0),
+        differing_values,
+        threads: rayon::current_num_threads(),
+    })
 }
 
 /// Partition `k`'s circuit, built exactly as filecoin-proofs builds it.

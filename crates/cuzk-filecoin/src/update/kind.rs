@@ -12,7 +12,6 @@ use std::sync::Arc;
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use cuzk_pce::cache::Outcome;
-use cuzk_pce::witness::checked_witness;
 use cuzk_pce::PreCompiledCircuit;
 use cuzk_pipeline::engine::Synthesize;
 use cuzk_pipeline::kind::{concatenate, CircuitId, JobOptions, ProofKind};
@@ -139,6 +138,8 @@ fn partitions_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(req:
     let circuits = circuit::checked_circuits::<Tree>(req)?;
     Ok(circuits
         .into_iter()
-        .map(|c| Box::new(move |pce: &PreCompiledCircuit| checked_witness(c, pce).map_err(PipelineError::shared)) as Synthesize)
+        .map(|c| {
+            Box::new(move |pce: &PreCompiledCircuit| super::witness::native_witness(c, pce).map_err(PipelineError::shared)) as Synthesize
+        })
         .collect())
 }

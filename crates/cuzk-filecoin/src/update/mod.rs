@@ -17,6 +17,7 @@ pub mod reference_prover;
 pub mod registry;
 pub mod synthetic;
 pub mod verify;
+mod witness;
 
 pub use filecoin_proofs_api::RegisteredUpdateProof;
 pub use input::UpdateInput;
