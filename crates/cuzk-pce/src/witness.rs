@@ -14,6 +14,31 @@ use crate::{PceError, Result};
 /// One independent piece of a circuit's witness (see [`split_witness`]).
 pub type Piece = Box<dyn FnOnce(&mut WitnessCs) -> std::result::Result<(), bellperson::SynthesisError> + Send>;
 
+/// Appends `parts` to `dst` in order, copying them in parallel (a 32 GiB partition's pieces
+/// are gigabytes: one thread copying them into fresh pages took longer than computing them).
+pub fn append_all(dst: &mut Vec<Scalar>, parts: &[&[Scalar]]) {
+    let start = dst.len();
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    dst.reserve(total);
+    {
+        let mut spare = &mut dst.spare_capacity_mut()[..total];
+        let mut slots = Vec::with_capacity(parts.len());
+        for p in parts {
+            let (head, tail) = spare.split_at_mut(p.len());
+            slots.push(head);
+            spare = tail;
+        }
+        slots.into_par_iter().zip(parts.par_iter()).for_each(|(slot, part)| {
+            for (s, v) in slot.iter_mut().zip(part.iter()) {
+                s.write(*v);
+            }
+        });
+    }
+    // SAFETY: part k was written whole into its own slot; the slots are the first `total`
+    // spare places, disjoint, with lengths summing to `total`.
+    unsafe { dst.set_len(start + total) };
+}
+
 /// The witness of one circuit from its independent pieces (e.g. one per challenge), computed in parallel and joined: every piece
 /// repeats the same common part, then adds its own variables; the join keeps the common part
 /// once and appends each piece's own variables in order — the allocation order of the whole
@@ -56,13 +81,14 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
     let (pre_i, pre_a) = (common(ti, si)?, common(ta, sa)?);
     let mut it = ws.into_iter();
     let mut out = it.next().unwrap_or_default();
-    for (i, w) in it.enumerate() {
-        if w.inputs[..pre_i] != out.inputs[..pre_i] || w.aux[..pre_a] != out.aux[..pre_a] {
-            return Err(bad(format!("piece {} does not repeat the common part", i + 1)));
-        }
-        out.inputs.extend_from_slice(&w.inputs[pre_i..]);
-        out.aux.extend_from_slice(&w.aux[pre_a..]);
+    let rest: Vec<WitnessCs> = it.collect();
+    if let Some(i) = rest.par_iter().position_first(|w| w.inputs[..pre_i] != out.inputs[..pre_i] || w.aux[..pre_a] != out.aux[..pre_a]) {
+        return Err(bad(format!("piece {} does not repeat the common part", i + 1)));
     }
+    for w in &rest {
+        out.inputs.extend_from_slice(&w.inputs[pre_i..]);
+    }
+    append_all(&mut out.aux, &rest.iter().map(|w| &w.aux[pre_a..]).collect::<Vec<_>>());
     if (out.inputs.len(), out.aux.len()) != (ti, ta) {
         return Err(bad(format!("{} inputs and {} aux; the PCE has {ti} and {ta}", out.inputs.len(), out.aux.len())));
     }
@@ -128,5 +154,84 @@ pub fn compare(pce: &PreCompiledCircuit, w: &WitnessCs, eval: &crate::Evaluation
         density: dens(&pce.a_aux_density, &r.a_aux_density)
             + dens(&pce.b_input_density, &r.b_input_density)
             + dens(&pce.b_aux_density, &r.b_aux_density),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+
+    /// A common input and aux value, then per piece k an aux x_k = k + 2 and its square.
+    fn piece(cs: &mut WitnessCs, common: u64, k: u64, extra: bool) -> std::result::Result<(), SynthesisError> {
+        let c = cs.alloc(|| "common", || Ok(Scalar::from(common)))?;
+        let i = cs.alloc_input(|| "common input", || Ok(Scalar::from(common)))?;
+        cs.enforce(|| "c = i", |lc| lc + c, |lc| lc + WitnessCs::one(), |lc| lc + i);
+        let x = Scalar::from(k + 2);
+        let xv = cs.alloc(|| "x", || Ok(x))?;
+        let sq = cs.alloc(|| "x^2", || Ok(x * x))?;
+        cs.enforce(|| "x*x", |lc| lc + xv, |lc| lc + xv, |lc| lc + sq);
+        if extra {
+            cs.alloc(|| "one too many", || Ok(x))?;
+        }
+        Ok(())
+    }
+
+    struct Whole(u64);
+    impl Circuit<Scalar> for Whole {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> std::result::Result<(), SynthesisError> {
+            let c = cs.alloc(|| "common", || Ok(Scalar::from(7u64)))?;
+            let i = cs.alloc_input(|| "common input", || Ok(Scalar::from(7u64)))?;
+            cs.enforce(|| "c = i", |lc| lc + c, |lc| lc + CS::one(), |lc| lc + i);
+            for k in 0..self.0 {
+                let x = Scalar::from(k + 2);
+                let xv = cs.alloc(|| "x", || Ok(x))?;
+                let sq = cs.alloc(|| "x^2", || Ok(x * x))?;
+                cs.enforce(|| "x*x", |lc| lc + xv, |lc| lc + xv, |lc| lc + sq);
+            }
+            Ok(())
+        }
+    }
+
+    fn pieces(n: u64, common_of: impl Fn(u64) -> u64, extra_at: Option<u64>) -> Vec<Piece> {
+        (0..n)
+            .map(|k| {
+                let (common, extra) = (common_of(k), extra_at == Some(k));
+                Box::new(move |cs: &mut WitnessCs| piece(cs, common, k, extra)) as Piece
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_pieces_join_into_the_whole_witness_and_bad_pieces_are_refused() {
+        let n = 5;
+        let pce = crate::extract(Whole(n)).unwrap();
+        let whole = crate::witness::checked_witness(Whole(n), &pce).unwrap();
+        let split = split_witness(pieces(n, |_| 7, None), &pce).unwrap();
+        assert!(split.inputs == whole.inputs && split.aux == whole.aux, "the joined witness differs from the whole");
+
+        let e = split_witness(pieces(n, |k| if k == 3 { 8 } else { 7 }, None), &pce).unwrap_err().to_string();
+        assert!(e.contains("piece 3 does not repeat the common part"), "{e}");
+        let e = split_witness(pieces(n, |_| 7, Some(2)), &pce).unwrap_err().to_string();
+        assert!(e.contains("unequal shape"), "{e}");
+        let e = split_witness(pieces(n - 1, |_| 7, None), &pce).unwrap_err().to_string();
+        assert!(e.contains("are not 1 common part"), "{e}");
+    }
+
+    #[test]
+    fn append_all_is_the_serial_concatenation_for_parts_of_any_length() {
+        let v = |n: u64| Scalar::from(n);
+        let parts: Vec<Vec<Scalar>> =
+            [0usize, 3, 0, 1, 1000, 7].iter().enumerate().map(|(k, &n)| (0..n as u64).map(|i| v(1000 * k as u64 + i)).collect()).collect();
+        let mut dst = vec![v(42), v(43)];
+        let mut want = dst.clone();
+        for p in &parts {
+            want.extend_from_slice(p);
+        }
+        append_all(&mut dst, &parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        assert_eq!(dst.len(), want.len());
+        assert!(dst == want, "the parallel append differs from the serial one");
+        append_all(&mut dst, &[]);
+        assert_eq!(dst.len(), want.len(), "no parts append nothing");
     }
 }

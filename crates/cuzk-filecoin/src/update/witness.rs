@@ -88,9 +88,7 @@ pub(crate) fn native_witness_of_size<TreeR: 'static + MerkleTreeTrait<Hasher = T
         })
         .collect::<Synth<Vec<_>>>()
         .map_err(synth)?;
-    for aux in pieces {
-        cs.aux.extend_from_slice(&aux);
-    }
+    cuzk_pce::witness::append_all(&mut cs.aux, &pieces.iter().map(Vec::as_slice).collect::<Vec<_>>());
     if (cs.inputs.len(), cs.aux.len()) != (num_inputs, num_aux) {
         return Err(Error::Witness(format!(
             "the SnapDeals witness has {} inputs and {} aux; the circuit has {num_inputs} and {num_aux}",
