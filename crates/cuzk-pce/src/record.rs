@@ -25,6 +25,30 @@ struct Building {
     coeff_idx: Vec<u16>,
 }
 
+/// Columns recorded at once by one remapping task.
+const REMAP_TASK: usize = 1 << 20;
+
+/// `m`'s tagged columns remapped to `inputs first, then aux`, in parallel; with `density`,
+/// also the bitmaps of the input and aux columns it uses (else empty bitmaps).
+fn remap(mut m: Building, n_in: usize, n_aux: usize, density: bool) -> (CsrMatrix, (Vec<u64>, Vec<u64>)) {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let words = |n: usize| if density { (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect() } else { Vec::new() };
+    let (din, daux): (Vec<AtomicU64>, Vec<AtomicU64>) = (words(n_in), words(n_aux));
+    m.cols.par_chunks_mut(REMAP_TASK).for_each(|chunk| {
+        for col in chunk.iter_mut() {
+            let (is_input, idx) = (*col & INPUT_TAG != 0, (*col & !INPUT_TAG) as usize);
+            if density {
+                let bits = if is_input { &din } else { &daux };
+                bits[idx / 64].fetch_or(1 << (idx % 64), Ordering::Relaxed);
+            }
+            *col = if is_input { idx as u32 } else { (n_in + idx) as u32 };
+        }
+    });
+    let plain = |v: Vec<AtomicU64>| v.into_iter().map(AtomicU64::into_inner).collect();
+    (CsrMatrix { row_ptr: m.row_ptr, cols: m.cols, coeff_idx: m.coeff_idx }, (plain(din), plain(daux)))
+}
+
 /// Records A, B and C of a circuit (values are never computed).
 pub struct RecordingCs {
     num_inputs: usize,
@@ -118,26 +142,11 @@ impl RecordingCs {
             return Err(PceError::TooLarge(why));
         }
         let (n_in, n_aux) = (self.num_inputs, self.num_aux);
-        let words = |n: usize| vec![0u64; n.div_ceil(64)];
-        let (mut a_aux, mut b_in, mut b_aux) = (words(n_aux), words(n_in), words(n_aux));
         let [a, b, c] = self.mats;
-        let finish = |mut m: Building, dens: Option<(&mut Vec<u64>, &mut Vec<u64>)>| -> CsrMatrix {
-            let mut dens = dens;
-            for col in m.cols.iter_mut() {
-                let (is_input, idx) = (*col & INPUT_TAG != 0, (*col & !INPUT_TAG) as usize);
-                if let Some((din, daux)) = dens.as_mut() {
-                    let bits = if is_input { &mut **din } else { &mut **daux };
-                    bits[idx / 64] |= 1 << (idx % 64);
-                }
-                *col = if is_input { idx as u32 } else { (n_in + idx) as u32 };
-            }
-            CsrMatrix { row_ptr: m.row_ptr, cols: m.cols, coeff_idx: m.coeff_idx }
-        };
         // A's input density is not tracked by the prover (every input has an A query).
-        let mut a_in_unused = words(n_in);
-        let a = finish(a, Some((&mut a_in_unused, &mut a_aux)));
-        let b = finish(b, Some((&mut b_in, &mut b_aux)));
-        let c = finish(c, None);
+        let (a, (_, a_aux)) = remap(a, n_in, n_aux, true);
+        let (b, (b_in, b_aux)) = remap(b, n_in, n_aux, true);
+        let (c, _) = remap(c, n_in, n_aux, false);
         Ok(PreCompiledCircuit {
             num_constraints: a.rows(),
             num_inputs: n_in,
@@ -261,6 +270,14 @@ impl RecordingCs {
         if let Some(why) = part.overflow {
             self.overflow.get_or_insert(why);
         }
+        // Columns are u32 with the input tag in bit 31: past that, nothing more is mapped and
+        // `finish` refuses the circuit.
+        if self.num_inputs + part.num_inputs + self.num_aux + part.num_aux >= INPUT_TAG as usize {
+            self.overflow.get_or_insert_with(|| "2^31 or more variables".into());
+            self.num_inputs += part.num_inputs - 1;
+            self.num_aux += part.num_aux;
+            return;
+        }
         let (in_base, aux_base) = (self.num_inputs as u32 - 1, self.num_aux as u32);
         let coeff_map: Vec<u16> = part.coeffs.iter().map(|c| self.intern(c)).collect();
         for (into, from) in self.mats.iter_mut().zip(part.mats) {
@@ -304,6 +321,23 @@ mod tests {
 
     fn pieces(s: &Sequence) -> Vec<RecordPiece> {
         s.0.iter().cloned().map(|c| Box::new(move |cs: &mut RecordingCs| c.synthesize(cs)) as RecordPiece).collect()
+    }
+
+    /// Joining pieces past 2^31 variables (the input tag's bit) maps no column and the
+    /// recording is refused as too large, in any build (no u32 overflow on the way).
+    #[test]
+    fn appending_past_the_column_range_is_refused_not_wrapped() {
+        let mut whole = RecordingCs { num_aux: (INPUT_TAG as usize) - 10, ..RecordingCs::default() };
+        let mut part = RecordingCs::default();
+        for _ in 0..20 {
+            part.alloc(|| "x", || Ok(Scalar::ONE)).unwrap();
+        }
+        let x = part.alloc(|| "y", || Ok(Scalar::ONE)).unwrap();
+        part.enforce(|| "y*y", |lc| lc + x, |lc| lc + x, |lc| lc + x);
+        whole.append(part);
+        assert!(whole.overflow.is_some());
+        assert_eq!(whole.mats[0].cols.len(), 0, "nothing was mapped");
+        assert!(matches!(whole.finish(), Err(PceError::TooLarge(_))));
     }
 
     #[test]
