@@ -170,7 +170,7 @@ pub(crate) fn checked_sector_values<Tree: 'static + MerkleTreeTrait>(input: &Pos
 }
 
 /// The witness of `input`'s partition for `pce`, after the deep check, as the engine computes
-/// it: natively ([`super::witness`]), one piece per sector in parallel.
+/// it: natively (`post/witness.rs`), one piece per sector in parallel.
 pub fn partition_witness(input: &PostInput, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
     with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce)
 }

@@ -102,7 +102,7 @@ fn checked_proofs<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: 
 
 /// The witness of partition `k` of `input` for `pce` (after the deep check, unless the
 /// request is synthetic), as the engine computes it: natively, its challenges in parallel
-/// ([`super::witness`]), checked against the PCE's counts.
+/// (`update/witness.rs`), checked against the PCE's counts.
 pub fn partition_witness(input: &UpdateInput, pce: &PreCompiledCircuit, k: usize) -> Result<cuzk_pce::witness::WitnessCs> {
     with_shape!(registry::sector_size_of(input.registered_proof), witness_shaped, input, pce, k)
 }
