@@ -123,13 +123,13 @@ mod tests {
             for n in [1usize, 2, 5, 1000, MAX_TASK - 1, MAX_TASK, MAX_TASK + 1, 2_686_244, 3 * MAX_TASK, (1 << 27) + 12345] {
                 let t = task_len(n, threads);
                 let tasks = n.div_ceil(t);
-                assert!(t >= 1 && t <= MAX_TASK, "n {n}, {threads} threads: task of {t}");
+                assert!((1..=MAX_TASK).contains(&t), "n {n}, {threads} threads: task of {t}");
                 assert!(tasks * t >= n);
                 if n >= threads * MAX_TASK / 2 {
                     assert_eq!(tasks % threads, 0, "n {n}, {threads} threads: {tasks} tasks of {t}");
                 }
             }
         }
-        assert_eq!(task_len(2_686_244, 2).div_ceil(1), 671_561, "2.7 M points on 2 threads: four equal tasks");
+        assert_eq!(task_len(2_686_244, 2), 671_561, "2.7 M points on 2 threads: four equal tasks");
     }
 }
