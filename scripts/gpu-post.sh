@@ -29,6 +29,9 @@
 #    --post` with each MSM mode (split, plain, auto; device call times per proof), then its warm
 #    latency through the engine (`bench post`, RUNS runs), with the default urgent pool and
 #    with 4 threads.
+# n: the native witnesses on the host's cores (no GPU needed): `bench witness-modes` on a
+#    synthetic 32 GiB WindowPoSt partition, WinningPoSt, SnapDeals partition and PoRep
+#    partition, gadgets and native side by side, every value compared.
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
@@ -93,6 +96,15 @@ w)
     step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --json "$OUT/bench32-winning-cuda.json"
     step bench32-winning-cuda-urgent4 timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --urgent-threads 4 \
         --json "$OUT/bench32-winning-cuda-urgent4.json"
+    ;;
+n)
+    step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
+    step wm-window timeout 300 "$BIN" bench witness-modes --post "$WORK/post32w/window-0.json" --json "$OUT/wm-window32.json"
+    step wm-winning timeout 60 "$BIN" bench witness-modes --post "$WORK/post32w/winning.json" --json "$OUT/wm-winning32.json"
+    step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
+    step wm-update timeout 120 "$BIN" bench witness-modes --update "$WORK/update32/update.json" --json "$OUT/wm-update32.json"
+    step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
+    step wm-porep timeout 120 "$BIN" bench witness-modes --c1 "$WORK/c1/c1.json" --json "$OUT/wm-porep32.json"
     ;;
 t)
     for t in cuzk-gpu-unit cuzk-gpu-cuda-tests; do
