@@ -452,14 +452,7 @@ impl DaemonConfig {
         }
         self.fault_plans()?;
         self.witness_mode()?;
-        if self.engine.urgent_threads != "auto" {
-            self.engine.urgent_threads.parse::<usize>().map_err(|_| {
-                DaemonError::Config(format!(
-                    "engine.urgent_threads: {:?} is neither \"auto\" nor a thread count",
-                    self.engine.urgent_threads
-                ))
-            })?;
-        }
+        self.urgent_threads_setting()?;
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
@@ -551,11 +544,16 @@ impl DaemonConfig {
         Some(self.srs.map_dir.as_str()).filter(|d| !d.is_empty()).map(Into::into)
     }
 
-    /// Threads of the urgent lane's pool (resolving "auto": one per core).
+    /// Threads of the urgent lane's pool (resolving "auto": one per core; a value `validate`
+    /// refuses also gives the default).
     pub fn urgent_threads(&self) -> usize {
+        self.urgent_threads_setting().unwrap_or_else(|_| cuzk_pipeline::engine::default_urgent_threads())
+    }
+
+    fn urgent_threads_setting(&self) -> Result<usize, DaemonError> {
         match self.engine.urgent_threads.as_str() {
-            "auto" => cuzk_pipeline::engine::default_urgent_threads(),
-            n => n.parse().unwrap_or_else(|_| cuzk_pipeline::engine::default_urgent_threads()),
+            "auto" => Ok(cuzk_pipeline::engine::default_urgent_threads()),
+            n => n.parse().map_err(|_| DaemonError::Config(format!("engine.urgent_threads: {n:?} is neither \"auto\" nor a thread count"))),
         }
     }
 

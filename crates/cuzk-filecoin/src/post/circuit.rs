@@ -155,12 +155,6 @@ pub fn circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<Fal
     build(input, &d, &partition)
 }
 
-/// [`circuit`] after the deep check ([`PostInput::check`]: filecoin-proofs lays the
-/// partition out and verifies its vanilla proofs), decoding the vanilla proofs once for both.
-pub fn checked_circuit<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<FallbackPoStCircuit<Tree>> {
-    circuit::<Tree>(input)
-}
-
 /// The values of `input`'s partition the native witness walks, after the deep check (what
 /// the engine's parse stage runs; the witness itself is [`native_witness`]).
 pub(crate) fn checked_sector_values<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> Result<Vec<SectorValues>> {

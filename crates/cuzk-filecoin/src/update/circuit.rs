@@ -17,9 +17,10 @@ use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySe
 use super::input::{config, decoded, public_params, verify_vanilla, UpdateInput};
 use super::registry;
 use crate::porep::params::ParamPaths;
-use crate::porep::pce::ModeComparison;
+use crate::porep::pce::{compare_piece_sets, ModeComparison};
 use crate::{Error, Result};
 use cuzk_pce::cache;
+use cuzk_pce::witness::{Piece, WitnessCs};
 use cuzk_pce::PreCompiledCircuit;
 
 /// The circuit crates whose code defines the update topology (checked against Cargo.lock by
@@ -128,37 +129,16 @@ fn partition_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 /// Partition `k`'s witness through the circuit's own gadgets and natively, timed and compared
-/// value by value (`cuzk bench witness-modes --update`); needs no PCE (the gadget witness
-/// gives the counts the native one is checked against).
+/// value by value, as one piece each (`cuzk bench witness-modes --update`); needs no PCE.
 pub fn compare_modes(input: &UpdateInput, k: usize) -> Result<ModeComparison> {
     with_shape!(registry::sector_size_of(input.registered_proof), compare_modes_shaped, input, k)
 }
 
 fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &UpdateInput, k: usize) -> Result<ModeComparison> {
-    use cuzk_core::mem::cpu_seconds;
-    use std::time::Instant;
-    let (gadget_circuit, native_circuit) = (partition_circuit::<Tree>(input, k)?, partition_circuit::<Tree>(input, k)?);
-    let (t, cpu) = (Instant::now(), cpu_seconds());
-    let mut gadget = cuzk_pce::witness::WitnessCs::with_capacity(1, 0);
-    bellperson::Circuit::synthesize(gadget_circuit, &mut gadget).map_err(|e| Error::Witness(e.to_string()))?;
-    let (gadget_seconds, gadget_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
-    let (t, cpu) = (Instant::now(), cpu_seconds());
-    let native = super::witness::native_witness_of_size(native_circuit, (gadget.inputs.len(), gadget.aux.len()))?;
-    let (native_seconds, native_cpu_seconds) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
-    let differing_values = cuzk_pce::witness::diff(&native.inputs, &gadget.inputs) + cuzk_pce::witness::diff(&native.aux, &gadget.aux);
-    Ok(ModeComparison {
-        partition: k,
-        pieces: 1,
-        inputs: native.inputs.len(),
-        aux: native.aux.len(),
-        native_seconds,
-        native_cpu_seconds,
-        gadget_seconds,
-        gadget_cpu_seconds,
-        differing_pieces: usize::from(differing_values > 0),
-        differing_values,
-        threads: rayon::current_num_threads(),
-    })
+    let gadget = partition_circuit::<Tree>(input, k)?;
+    let gadget: Piece = Box::new(move |cs: &mut WitnessCs| bellperson::Circuit::synthesize(gadget, cs));
+    let native = super::witness::native_piece(partition_circuit::<Tree>(input, k)?);
+    compare_piece_sets(k, vec![gadget], vec![native])
 }
 
 /// Partition `k`'s circuit, built exactly as filecoin-proofs builds it.

@@ -26,6 +26,7 @@ use storage_proofs_update::circuit::ChallengeProof;
 use storage_proofs_update::constants::{hs, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
 use storage_proofs_update::EmptySectorUpdateCircuit;
 
+use cuzk_pce::witness::Piece;
 use cuzk_pce::PreCompiledCircuit;
 use cuzk_witness::WitnessCs;
 
@@ -59,22 +60,41 @@ pub(crate) fn native_witness<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHash
     circuit: EmptySectorUpdateCircuit<TreeR>,
     pce: &PreCompiledCircuit,
 ) -> Result<WitnessCs> {
-    native_witness_of_size(circuit, (pce.num_inputs, pce.num_aux))
+    let (num_inputs, num_aux) = (pce.num_inputs, pce.num_aux);
+    let mut cs = WitnessCs::with_capacity(num_inputs, num_aux);
+    synthesize(&mut cs, &circuit, num_aux).map_err(|e| Error::Witness(format!("SnapDeals partition: {e}")))?;
+    if (cs.inputs.len(), cs.aux.len()) != (num_inputs, num_aux) {
+        return Err(Error::Witness(format!(
+            "the SnapDeals witness has {} inputs and {} aux; the circuit has {num_inputs} and {num_aux}",
+            cs.inputs.len(),
+            cs.aux.len(),
+        )));
+    }
+    Ok(cs)
 }
 
-/// [`native_witness`] against expected (inputs, aux) counts.
-pub(crate) fn native_witness_of_size<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    circuit: EmptySectorUpdateCircuit<TreeR>,
-    (num_inputs, num_aux): (usize, usize),
-) -> Result<WitnessCs> {
-    let synth = |e: SynthesisError| Error::Witness(format!("SnapDeals partition: {e}"));
-    let mut cs = WitnessCs::with_capacity(num_inputs, num_aux);
-    let (common, shape) = synthesize_common(&mut cs, &circuit).map_err(synth)?;
+/// [`synthesize`] as one witness piece (what `compare_modes` runs against the gadgets).
+pub(crate) fn native_piece<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(circuit: EmptySectorUpdateCircuit<TreeR>) -> Piece {
+    Box::new(move |cs: &mut WitnessCs| synthesize(cs, &circuit, 0))
+}
+
+/// Appends `circuit`'s assignments to `cs`: the common part, then every challenge in parallel
+/// (each sized from `aux_hint`, the expected total, when known), in challenge order.
+fn synthesize<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    cs: &mut WitnessCs,
+    circuit: &EmptySectorUpdateCircuit<TreeR>,
+    aux_hint: usize,
+) -> Synth<()> {
+    let (common, shape) = synthesize_common(cs, circuit)?;
     let challenges = &circuit.priv_inputs.challenge_proofs;
     if challenges.len() != common.challenge_bits.len() {
-        return Err(Error::Witness(format!("{} challenge proofs for {} drawn challenges", challenges.len(), common.challenge_bits.len())));
+        return Err(SynthesisError::IncompatibleLengthVector(format!(
+            "{} challenge proofs for {} drawn challenges",
+            challenges.len(),
+            common.challenge_bits.len()
+        )));
     }
-    let each = num_aux.saturating_sub(cs.aux.len()) / challenges.len().max(1);
+    let each = aux_hint.saturating_sub(cs.aux.len()) / challenges.len().max(1);
     let pieces = challenges
         .par_iter()
         .enumerate()
@@ -86,17 +106,9 @@ pub(crate) fn native_witness_of_size<TreeR: 'static + MerkleTreeTrait<Hasher = T
             }
             Ok(piece.aux)
         })
-        .collect::<Synth<Vec<_>>>()
-        .map_err(synth)?;
+        .collect::<Synth<Vec<_>>>()?;
     cuzk_pce::witness::append_all(&mut cs.aux, &pieces.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    if (cs.inputs.len(), cs.aux.len()) != (num_inputs, num_aux) {
-        return Err(Error::Witness(format!(
-            "the SnapDeals witness has {} inputs and {} aux; the circuit has {num_inputs} and {num_aux}",
-            cs.inputs.len(),
-            cs.aux.len(),
-        )));
-    }
-    Ok(cs)
+    Ok(())
 }
 
 fn value(v: Option<Fr>) -> Synth<Fr> {
