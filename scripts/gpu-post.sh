@@ -36,7 +36,10 @@
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
 # T_PART: the seconds parts b and e give their partition bench (500, 560); MSM: the MSM
-# modes part b measures (split; e.g. split,auto).
+# modes part b measures (auto; split gathers every general base on the host, too much for a
+# WindowPoSt partition on a 128 GiB host); PIECE: parts b and e run MSMs over resident bases
+# in pieces of 2^PIECE points (default: one call each); PIECES: the pieces part d measures in
+# turn (0 = one call; e.g. 0,25).
 # RUNS / CPU_RUNS: part a's 32 GiB WinningPoSt runs on cuda (20) and cpu (3).
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
@@ -67,7 +70,8 @@ a)
 b)
     step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
     ls -la "$WORK/post32w"
-    step part32-window timeout "${T_PART:-500}" "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --msm "${MSM:-split}" --json "$OUT/partition32-window.json"
+    step part32-window timeout "${T_PART:-500}" "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --msm "${MSM:-auto}" \
+        ${PIECE:+--msm-piece-log2 $PIECE} --json "$OUT/partition32-window.json"
     ;;
 c)
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
@@ -79,7 +83,7 @@ e)
     step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
     ls -la "$WORK/update32"
     step part32-update timeout "${T_PART:-560}" "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
-        --json "$OUT/partition32-update.json"
+        ${PIECE:+--msm-piece-log2 $PIECE} --json "$OUT/partition32-update.json"
     ;;
 f)
     for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do
@@ -113,7 +117,8 @@ t)
     ;;
 d)
     step post-load timeout 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \
-        --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --urgent-threads "${THREADS:-4,0}" --json "$OUT/post-load.json"
+        --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --urgent-threads "${THREADS:-4,0}" \
+        --msm-piece-log2 "${PIECES:-0}" --json "$OUT/post-load.json"
     ;;
 esac
 echo "== $(date -u +%T) done"

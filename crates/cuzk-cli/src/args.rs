@@ -108,19 +108,18 @@ pub struct EngineArgs {
 /// The proving devices for the pipeline: every visible CUDA device (`CUDA_VISIBLE_DEVICES`
 /// is honoured by the CUDA runtime) or the CPU.
 pub fn make_devices(b: BackendArg) -> Result<Vec<cuzk_pipeline::Device>> {
-    make_devices_with(b, None)
+    make_devices_with(b, &cuzk_gpu::GpuOptions::default())
 }
 
-/// [`make_devices`], each GPU keeping at most `resident_budget` bytes of SRS sections between
-/// proofs (`None`: the whole device).
-pub fn make_devices_with(b: BackendArg, resident_budget: Option<u64>) -> Result<Vec<cuzk_pipeline::Device>> {
+/// [`make_devices`], each GPU opened with `gpu` (resident SRS budget, MSM pieces).
+pub fn make_devices_with(b: BackendArg, gpu: &cuzk_gpu::GpuOptions) -> Result<Vec<cuzk_pipeline::Device>> {
     let cpu =
         || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
     let gpus = || -> Result<Vec<cuzk_pipeline::Device>, cuzk_gpu::GpuError> {
         let n = cuzk_gpu::devices()?.len();
         (0..n)
             .map(|i| {
-                let backend = std::sync::Arc::from(cuzk_gpu::open_with(i, resident_budget)?);
+                let backend = std::sync::Arc::from(cuzk_gpu::open_with(i, gpu)?);
                 Ok(cuzk_pipeline::Device { name: format!("gpu{i}"), backend })
             })
             .collect()
@@ -153,11 +152,10 @@ pub fn byte_size(s: &str) -> Result<u64, String> {
     cuzk_daemon::config::parse_bytes(s).map_err(|e| e.to_string())
 }
 
-/// [`make_backend`], a GPU keeping at most `resident_budget` bytes of SRS sections between
-/// calls (`None`: the whole device); sections over it travel with each call.
-pub fn make_backend_with(b: BackendArg, resident_budget: Option<u64>) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
+/// [`make_backend`], a GPU opened with `options` (resident SRS budget, MSM pieces).
+pub fn make_backend_with(b: BackendArg, options: &cuzk_gpu::GpuOptions) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
     let cpu = || -> std::sync::Arc<dyn cuzk_core::backend::Backend> { std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) };
-    let gpu = || cuzk_gpu::open_with(0, resident_budget).map(std::sync::Arc::from);
+    let gpu = || cuzk_gpu::open_with(0, options).map(std::sync::Arc::from);
     match b {
         BackendArg::Cpu => Ok(cpu()),
         BackendArg::Cuda => gpu().context("--backend cuda"),
@@ -172,7 +170,7 @@ pub fn make_backend_with(b: BackendArg, resident_budget: Option<u64>) -> Result<
 }
 
 pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backend::Backend>> {
-    make_backend_with(b, None)
+    make_backend_with(b, &cuzk_gpu::GpuOptions::default())
 }
 
 /// The seal proof of a `--sector-size` value (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).

@@ -9,7 +9,11 @@
 //! `max_overtakes` times ([`DEFAULT_MAX_OVERTAKES`], more than the device calls of one
 //! partition) it goes next whatever the priorities (the earliest such waiter first), so a
 //! stream of urgent calls delays a waiting lower-priority call by at most that many calls.
-//! **Panics:** a `std::sync::Mutex` whose holder panicked is poisoned and every later
+//! **Urgent grace:** with [`DeviceLock::with_urgent_grace`], a holder above
+//! [`Priority::Normal`] keeps the lock reserved for its priority for that long after it
+//! releases it: lower-priority waiters wait out the grace (or their overtake bound), so an
+//! urgent job's next call, a few milliseconds of host work later, does not queue behind a
+//! bulk job's call that slipped in between. **Panics:** a `std::sync::Mutex` whose holder panicked is poisoned and every later
 //! `lock().unwrap()` panics too: one panic on a device would disable that GPU until the
 //! process restarts. This lock never answers with poison: the next caller gets the guard
 //! after `reset` has put the guarded state back into a known-good shape (for the CUDA
@@ -21,6 +25,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::priority::Priority;
 
@@ -43,6 +48,10 @@ struct State {
     poisoned: bool,
     next_ticket: u64,
     waiters: Vec<Waiter>,
+    /// The priority of the current (or last) holder.
+    holder: Priority,
+    /// Until when waiters below this priority are held back (the urgent grace).
+    reserved: Option<(Priority, Instant)>,
 }
 
 /// A priority-ordered lock that recovers from a panicked holder (see the module text).
@@ -52,6 +61,7 @@ pub struct DeviceLock<T> {
     value: UnsafeCell<T>,
     recoveries: AtomicU64,
     max_overtakes: u32,
+    urgent_grace: Duration,
 }
 
 // SAFETY: the value is reached only through a guard, and at most one guard exists at a time
@@ -84,12 +94,27 @@ impl<T> DeviceLock<T> {
     /// arrival order).
     pub const fn with_max_overtakes(value: T, max_overtakes: u32) -> Self {
         DeviceLock {
-            state: Mutex::new(State { held: false, poisoned: false, next_ticket: 0, waiters: Vec::new() }),
+            state: Mutex::new(State {
+                held: false,
+                poisoned: false,
+                next_ticket: 0,
+                waiters: Vec::new(),
+                holder: Priority::Normal,
+                reserved: None,
+            }),
             turn: Condvar::new(),
             value: UnsafeCell::new(value),
             recoveries: AtomicU64::new(0),
             max_overtakes,
+            urgent_grace: Duration::ZERO,
         }
+    }
+
+    /// This lock with the urgent grace (see the module text): after a holder above
+    /// [`Priority::Normal`] releases it, lower-priority waiters wait up to `grace` more.
+    pub fn with_urgent_grace(mut self, grace: Duration) -> Self {
+        self.urgent_grace = grace;
+        self
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -98,10 +123,15 @@ impl<T> DeviceLock<T> {
     }
 
     /// The waiter to serve now: the earliest one overtaken `max_overtakes` times, else the
-    /// highest priority, earliest ticket first.
-    fn next(&self, waiters: &[Waiter]) -> Option<usize> {
+    /// highest priority, earliest ticket first, among those at or above `floor` (the
+    /// reserved priority during an urgent grace); `None` when every waiter is below it.
+    fn next(&self, waiters: &[Waiter], floor: Priority) -> Option<usize> {
         let due = (0..waiters.len()).filter(|&i| waiters[i].overtaken >= self.max_overtakes).min_by_key(|&i| waiters[i].ticket);
-        due.or_else(|| (0..waiters.len()).max_by_key(|&i| (waiters[i].priority, std::cmp::Reverse(waiters[i].ticket))))
+        due.or_else(|| {
+            (0..waiters.len())
+                .filter(|&i| waiters[i].priority >= floor)
+                .max_by_key(|&i| (waiters[i].priority, std::cmp::Reverse(waiters[i].ticket)))
+        })
     }
 
     /// The guard, at the calling thread's current priority; when a holder panicked, `reset`
@@ -114,18 +144,28 @@ impl<T> DeviceLock<T> {
         s.next_ticket += 1;
         s.waiters.push(Waiter { ticket, priority, overtaken: 0 });
         loop {
+            // The grace in force now, if any: its priority floor and when it ends.
+            let now = Instant::now();
+            let grace = s.reserved.filter(|(_, until)| *until > now);
             if !s.held {
-                let i = self.next(&s.waiters).expect("this thread is among the waiters");
-                if s.waiters[i].ticket == ticket {
-                    s.waiters.swap_remove(i);
-                    for w in s.waiters.iter_mut().filter(|w| w.ticket < ticket) {
-                        w.overtaken += 1;
+                let floor = grace.map_or(Priority::Low, |(p, _)| p);
+                if let Some(i) = self.next(&s.waiters, floor) {
+                    if s.waiters[i].ticket == ticket {
+                        s.waiters.swap_remove(i);
+                        for w in s.waiters.iter_mut().filter(|w| w.ticket < ticket) {
+                            w.overtaken += 1;
+                        }
+                        s.held = true;
+                        s.holder = priority;
+                        break;
                     }
-                    s.held = true;
-                    break;
                 }
             }
-            s = self.turn.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = match grace {
+                // Held back by a grace: look again when it ends (or when the lock turns).
+                Some((_, until)) => self.turn.wait_timeout(s, until - now).unwrap_or_else(|e| e.into_inner()).0,
+                None => self.turn.wait(s).unwrap_or_else(|e| e.into_inner()),
+            };
         }
         let poisoned = std::mem::take(&mut s.poisoned);
         drop(s);
@@ -158,6 +198,9 @@ impl<T> DeviceLock<T> {
         let mut s = self.state();
         s.held = false;
         s.poisoned |= panicked;
+        if s.holder > Priority::Normal && !self.urgent_grace.is_zero() {
+            s.reserved = Some((s.holder, Instant::now() + self.urgent_grace));
+        }
         drop(s);
         self.turn.notify_all();
     }
@@ -205,7 +248,6 @@ mod tests {
     use super::*;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
 
     /// Starts a thread that takes `lock` at `p` and records `name` under it; returns once it
     /// waits (so that the tickets are in spawn order).
@@ -261,6 +303,45 @@ mod tests {
         assert_eq!(order(DeviceLock::with_max_overtakes(Vec::new(), 0), &queue), ["low", "c1", "c2", "c3", "c4"]);
         // The default bound is above this stream.
         assert_eq!(order(DeviceLock::new(Vec::new()), &queue), ["c1", "c2", "c3", "c4", "low"]);
+    }
+
+    /// A CRITICAL holder that releases and comes back within the grace goes before a NORMAL
+    /// waiter that queued while it held the lock; without a grace, the NORMAL waiter goes in
+    /// between; and a grace that is not used ends: the waiter is served after it.
+    #[test]
+    fn the_urgent_grace_holds_lower_waiters_back_until_it_ends() {
+        fn run(grace: Duration, back_after: Duration) -> (Vec<&'static str>, Duration) {
+            let lock = Arc::new(DeviceLock::new(Vec::new()).with_urgent_grace(grace));
+            let (to_urgent, urgent_rx) = std::sync::mpsc::channel::<()>();
+            let l = lock.clone();
+            let urgent = std::thread::spawn(move || {
+                let _p = Priority::Critical.enter();
+                let mut g = l.lock();
+                g.push("critical 1");
+                urgent_rx.recv().unwrap();
+                drop(g);
+                std::thread::sleep(back_after);
+                l.lock().push("critical 2");
+            });
+            while lock.state().holder != Priority::Critical {
+                std::thread::yield_now();
+            }
+            let normal = waiter(&lock, Priority::Normal, "normal");
+            let released = Instant::now();
+            to_urgent.send(()).unwrap();
+            normal.join().unwrap();
+            let normal_waited = released.elapsed();
+            urgent.join().unwrap();
+            let got = lock.lock().clone();
+            (got, normal_waited)
+        }
+        let (got, _) = run(Duration::from_millis(500), Duration::from_millis(20));
+        assert_eq!(got, ["critical 1", "critical 2", "normal"], "the urgent holder's next call comes first");
+        let (got, _) = run(Duration::ZERO, Duration::from_millis(200));
+        assert_eq!(got, ["critical 1", "normal", "critical 2"], "no grace: the waiter goes at once");
+        let (got, waited) = run(Duration::from_millis(100), Duration::from_millis(1500));
+        assert_eq!(got, ["critical 1", "normal", "critical 2"], "an unused grace ends");
+        assert!(waited >= Duration::from_millis(100) && waited < Duration::from_millis(1400), "waited {waited:?}");
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub struct EngineSection {
     /// so that they do not queue behind bulk jobs' tasks; 0 = none (they share the
     /// process-wide pool), or "auto" (the default): one per core.
     pub urgent_threads: String,
+    /// GPU MSMs over resident bases run in pieces of at most 2^k points, one device call
+    /// each, so an urgent job waits for one piece of a running partition's 2^27-point H MSM
+    /// rather than all of it (16..=40; 0, the default: one call per MSM).
+    pub msm_piece_log2: u32,
 }
 
 impl Default for EngineSection {
@@ -99,6 +103,7 @@ impl Default for EngineSection {
             witness: "native".into(),
             urgent_lane: "high".into(),
             urgent_threads: "auto".into(),
+            msm_piece_log2: 0,
         }
     }
 }
@@ -309,6 +314,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_WITNESS", "engine.witness"),
     ("CUZK_URGENT_LANE", "engine.urgent_lane"),
     ("CUZK_URGENT_THREADS", "engine.urgent_threads"),
+    ("CUZK_MSM_PIECE_LOG2", "engine.msm_piece_log2"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
@@ -388,6 +394,7 @@ impl DaemonConfig {
             "engine.witness" => self.engine.witness = v.trim().into(),
             "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
             "engine.urgent_threads" => self.engine.urgent_threads = v.trim().into(),
+            "engine.msm_piece_log2" => self.engine.msm_piece_log2 = num(v)? as u32,
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "srs.device_budget" => self.srs.device_budget = v.trim().into(),
@@ -453,6 +460,9 @@ impl DaemonConfig {
         self.fault_plans()?;
         self.witness_mode()?;
         self.urgent_threads_setting()?;
+        if !(self.engine.msm_piece_log2 == 0 || (16..=40).contains(&self.engine.msm_piece_log2)) {
+            return bad("engine.msm_piece_log2", format!("{} is not 0 or 16..=40", self.engine.msm_piece_log2));
+        }
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
         }
@@ -537,6 +547,11 @@ impl DaemonConfig {
             "" => None,
             b => parse_bytes(b).ok(),
         }
+    }
+
+    /// The MSM piece of every GPU (2^k points per device call; `None`: one call per MSM).
+    pub fn msm_piece_log2(&self) -> Option<u32> {
+        Some(self.engine.msm_piece_log2).filter(|k| *k > 0)
     }
 
     /// The SRS map directory (`None`: parameters are decoded).

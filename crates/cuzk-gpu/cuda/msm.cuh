@@ -36,35 +36,37 @@ extern "C" void CUZK_FN(free)(void *handle)
     delete b;
 }
 
-// sum over i of scalars[i]·bases[i] for the first n resident bases; `scalars` is a host
+// sum over i of scalars[i]·bases[off + i] for n resident bases from `off` (a piece of a long
+// MSM, so that the device lock can change hands between pieces); `scalars` is a host
 // pointer or a dev_ptr_t (sppark picks the transfer from its type). dev_ptr_t<affine_t> for
 // the bases (not of mem_t): sppark then forwards to its host-pointer overload with a null host
 // pointer and the device bases, instead of recursing.
 template<typename scalars_t>
-static void CUZK_FN(resident_msm)(void *handle, scalars_t scalars, size_t n, point_t *out)
+static void CUZK_FN(resident_msm)(void *handle, size_t off, scalars_t scalars, size_t n, point_t *out)
 {
     auto *b = static_cast<bases_t *>(handle);
-    if (n > b->n) throw cuda_error{-1, std::string("more scalars than resident bases")};
+    if (off > b->n || n > b->n - off) throw cuda_error{-1, std::string("scalars past the resident bases")};
     const gpu_t &gpu = select_gpu(b->dev);
     gpu.select();
     msm_t<bucket_t, point_t, affine_t, scalar_t> msm{nullptr, n, sizeof(affine_t), b->dev};
-    dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d), n};
+    dev_ptr_t<affine_t> pts{reinterpret_cast<affine_t *>(b->d + off), n};
     cuzk_throw_if(msm.invoke(*out, pts, n, scalars, true, sizeof(affine_t)), "MSM failed");
 }
 
-extern "C" int CUZK_FN(msm_resident)(void *handle, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+extern "C" int CUZK_FN(msm_resident)(void *handle, size_t off, const scalar_t *scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
 {
     CUZK_TRY
-    CUZK_FN(resident_msm)(handle, scalars, n, out);
+    CUZK_FN(resident_msm)(handle, off, scalars, n, out);
     CUZK_CATCH
 }
 
-// The same with the scalars already in device memory (H, left there by the quotient).
-extern "C" int CUZK_FN(msm_resident_dev)(void *handle, const void *d_scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
+// The same with the scalars already in device memory (H, left there by the quotient):
+// d_scalars[off..off + n] against bases[off..off + n].
+extern "C" int CUZK_FN(msm_resident_dev)(void *handle, size_t off, const void *d_scalars, size_t n, point_t *out, CUZK_ERR_ARGS)
 {
     CUZK_TRY
-    dev_ptr_t<scalar_t> sc{static_cast<scalar_t *>(const_cast<void *>(d_scalars)), n};
-    CUZK_FN(resident_msm)(handle, sc, n, out);
+    dev_ptr_t<scalar_t> sc{static_cast<scalar_t *>(const_cast<void *>(d_scalars)) + off, n};
+    CUZK_FN(resident_msm)(handle, off, sc, n, out);
     CUZK_CATCH
 }
 

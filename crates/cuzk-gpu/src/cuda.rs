@@ -19,6 +19,7 @@ use cuzk_core::backend::{
     MsmPoint, Ntt, NttKind,
 };
 use ff::{Field, PrimeField};
+use group::Group;
 
 use crate::ffi::{self, Handle};
 use crate::lock::{DeviceGuard, DeviceLock};
@@ -29,6 +30,10 @@ use crate::{DeviceInfo, GpuError};
 const CPU_BELOW: usize = 1 << 10;
 /// From this many points on, bases are kept resident (below, they travel with each call).
 const RESIDENT_FROM: usize = 1 << 16;
+/// How long the device stays reserved for an urgent job (WinningPoSt, WindowPoSt) after
+/// each of its calls, so that its next call, after a few milliseconds of host work, does not
+/// queue behind a bulk partition's call (`cuzk_core::device_lock`'s urgent grace).
+const URGENT_GRACE: std::time::Duration = std::time::Duration::from_millis(25);
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -62,6 +67,12 @@ fn call(what: &'static str, f: impl FnOnce(*mut u8, usize) -> i32) -> Result<(),
     Err(GpuError::Cuda { what, code, message: String::from_utf8_lossy(&msg[..end]).into_owned() })
 }
 
+/// Whether `e` says the device ran out of memory (sppark reports cudaMalloc's failure with the
+/// code negated).
+fn out_of_memory(e: &GpuError) -> bool {
+    matches!(e, GpuError::Cuda { code, message, .. } if code.abs() == 2 || message.contains("out of memory"))
+}
+
 fn dev_err(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
 }
@@ -93,7 +104,7 @@ pub(crate) trait GpuCurve: MsmPoint {
     const TAG: u8;
     unsafe fn upload(dev: i32, p: *const Self::Raw, n: usize, h: *mut Handle, m: *mut u8, c: usize) -> i32;
     unsafe fn free(h: Handle);
-    unsafe fn resident(h: Handle, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     fn from_raw(p: Self::RawProj) -> Self::Curve;
@@ -111,8 +122,8 @@ macro_rules! gpu_curve {
             unsafe fn free(h: Handle) {
                 unsafe { ffi::$free(h) }
             }
-            unsafe fn resident(h: Handle, s: *const blst::blst_fr, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
-                unsafe { ffi::$res(h, s, n, o, m, c) }
+            unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$res(h, off, s, n, o, m, c) }
             }
             unsafe fn host(dev: i32, p: *const $raw, s: *const blst::blst_fr, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
                 unsafe { ffi::$host(dev, p, s, n, o, m, c) }
@@ -287,6 +298,9 @@ pub struct CudaBackend {
     staging: DeviceLock<Vec<Staging>>,
     /// Set once pinned allocation failed: uploads then go from pageable memory.
     no_pinned: std::sync::atomic::AtomicBool,
+    /// The most points one device call of a resident MSM covers (see
+    /// [`CudaBackend::with_msm_piece`]).
+    msm_piece: usize,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -308,10 +322,74 @@ impl CudaBackend {
             cpu: CpuBackend::new(),
             resident: DeviceLock::new(ResidentSet::new(resident_budget)),
             pce: DeviceLock::new(None),
-            lock: DeviceLock::new(()),
+            lock: DeviceLock::new(()).with_urgent_grace(URGENT_GRACE),
             staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
+            msm_piece: usize::MAX,
         })
+    }
+
+    /// MSMs over resident bases run in pieces of at most `points` points (at least 2^16), one
+    /// device call each, so a more urgent job's calls wait for one piece of a 2^27-point H
+    /// MSM, not for all of it; the pieces' sums are added. `usize::MAX` (the default): one call.
+    pub fn with_msm_piece(mut self, points: usize) -> Self {
+        self.msm_piece = points.max(RESIDENT_FROM);
+        self
+    }
+
+    /// One device call under the device lock; its seconds from the lock's acquisition (device
+    /// time, not waiting). Out of device memory, it drops resident bases that no call holds,
+    /// least recently used first, and tries again until the call runs or nothing is left to
+    /// drop: a section is uploaded again when next needed, a failed proof is lost.
+    fn device_call(&self, what: &'static str, mut f: impl FnMut(*mut u8, usize) -> i32) -> Result<f64, GpuError> {
+        loop {
+            let result = {
+                let _g = self.device();
+                let t = Instant::now();
+                call(what, &mut f).map(|()| t.elapsed().as_secs_f64())
+            };
+            match result {
+                Err(e) if out_of_memory(&e) => {
+                    if !self.resident_cache().evict_lru() {
+                        return Err(self.with_budget_hint(e));
+                    }
+                    tracing::warn!(error = %e, what, "device out of memory; evicted the least recently used resident bases, retrying");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// An out-of-memory error that eviction could not cure, with what is resident and the
+    /// setting that leaves the call its room.
+    fn with_budget_hint(&self, e: GpuError) -> GpuError {
+        let GpuError::Cuda { what, code, message } = e else { return e };
+        let gib = self.resident_cache().report().bytes as f64 / (1u64 << 30) as f64;
+        let message = format!(
+            "{message} (with {gib:.2} GiB of SRS sections resident that running calls hold: a lower resident budget, \
+             srs.device_budget or --device-budget, leaves the room this call needs)"
+        );
+        GpuError::Cuda { what, code, message }
+    }
+
+    /// `Σ` over `n` points of one resident MSM, in pieces of at most `msm_piece` points:
+    /// `piece(off, len, out)` runs the piece at `off` (one device call each).
+    fn in_pieces<P: GpuCurve>(
+        &self,
+        what: &'static str,
+        n: usize,
+        mut piece: impl FnMut(usize, usize, *mut P::RawProj, *mut u8, usize) -> i32,
+    ) -> Result<(P::Curve, usize), GpuError> {
+        let mut sum = P::Curve::identity();
+        let mut pieces = 0;
+        for off in (0..n).step_by(self.msm_piece) {
+            let len = self.msm_piece.min(n - off);
+            let mut out = P::RawProj::default();
+            self.device_call(what, |m, c| piece(off, len, &mut out, m, c))?;
+            sum += P::from_raw(out);
+            pieces += 1;
+        }
+        Ok((sum, pieces))
     }
 
     /// The device lock. After a panic under it, what is resident may not be what the cache
@@ -389,23 +467,25 @@ impl CudaBackend {
         if n < CPU_BELOW {
             return P::msm_of(&self.cpu).msm(bases, scalars);
         }
-        let mut out = P::RawProj::default();
         let s = scalars.as_ptr() as *const blst::blst_fr;
-        // Timed from lock acquisition, so the log holds device-call time, not waiting.
-        let t;
         let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
+        let t = Instant::now();
         if let Some(r) = r {
-            let _g = self.device();
-            t = Instant::now();
-            // SAFETY: n scalars, n resident bases, one output point.
-            call("msm", |m, c| unsafe { P::resident(r.handle, s, n, &mut out, m, c) }).map_err(dev_err)?;
-        } else {
-            let _g = self.device();
-            t = Instant::now();
-            // SAFETY: n bases and n scalars in host memory.
-            call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) }).map_err(dev_err)?;
+            let (sum, pieces) = self
+                .in_pieces::<P>("msm", n, |off, len, out, m, c| {
+                    // SAFETY: scalars[off..off + len] against resident bases [off..off + len].
+                    unsafe { P::resident(r.handle, off, s.add(off), len, out, m, c) }
+                })
+                .map_err(dev_err)?;
+            log(format!("msm {} ({n}, {pieces} device calls, waits between them included)", P::NAME), t.elapsed().as_secs_f64());
+            return Ok(sum);
         }
-        log(format!("msm {} ({n})", P::NAME), t.elapsed().as_secs_f64());
+        let mut out = P::RawProj::default();
+        // SAFETY: n bases and n scalars in host memory.
+        let secs = self
+            .device_call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) })
+            .map_err(dev_err)?;
+        log(format!("msm {} ({n})", P::NAME), secs);
         Ok(P::from_raw(out))
     }
 
@@ -432,14 +512,10 @@ impl CudaBackend {
             return P::msm_of(&self.cpu).sum_selected(bases, &indices);
         };
         let mut out = P::RawProj::default();
-        let t;
-        {
-            let _g = self.device();
-            t = Instant::now();
-            // SAFETY: the map covers the resident bases.
-            call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) }).map_err(dev_err)?;
-        }
-        log(format!("bitmap sum {} ({count} of {})", P::NAME, bases.len()), t.elapsed().as_secs_f64());
+        // SAFETY: the map covers the resident bases.
+        let secs =
+            self.device_call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) }).map_err(dev_err)?;
+        log(format!("bitmap sum {} ({count} of {})", P::NAME, bases.len()), secs);
         Ok(P::from_raw(out))
     }
 
@@ -495,39 +571,37 @@ impl CudaBackend {
             }
             None => (a, b, c),
         };
-        let _g = self.device();
         let zinv = zinv(n)?;
         let mut ms = [0f64; ffi::QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         let keep_ptr: *mut *mut std::ffi::c_void = if h.is_some() { std::ptr::null_mut() } else { &mut keep };
-        let t = Instant::now();
         let p = |v: &[Scalar]| v.as_ptr() as *const blst::blst_fr;
         // SAFETY: each input holds its stated length; h (when given) has room for n − 1
         // values; ms has one slot per stage.
-        call("quotient", |m, cap| unsafe {
-            ffi::cuzk_quotient(
-                self.dev,
-                p(a),
-                a.len(),
-                p(b),
-                b.len(),
-                p(c),
-                c.len(),
-                n.trailing_zeros(),
-                &zinv as *const Scalar as *const blst::blst_fr,
-                h.map_or(std::ptr::null_mut(), |h| h as *mut blst::blst_fr),
-                keep_ptr,
-                ms.as_mut_ptr(),
-                m,
-                cap,
-            )
-        })
-        .map_err(dev_err)?;
+        let secs = self
+            .device_call("quotient", |m, cap| unsafe {
+                ffi::cuzk_quotient(
+                    self.dev,
+                    p(a),
+                    a.len(),
+                    p(b),
+                    b.len(),
+                    p(c),
+                    c.len(),
+                    n.trailing_zeros(),
+                    &zinv as *const Scalar as *const blst::blst_fr,
+                    h.map_or(std::ptr::null_mut(), |h| h as *mut blst::blst_fr),
+                    keep_ptr,
+                    ms.as_mut_ptr(),
+                    m,
+                    cap,
+                )
+            })
+            .map_err(dev_err)?;
         for (stage, v) in ffi::QUOTIENT_STAGES.iter().zip(ms) {
             log(*stage, v / 1e3);
         }
-        log(format!("quotient total (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
-        drop(_g);
+        log(format!("quotient total (2^{})", n.trailing_zeros()), secs);
         if let Some(s) = staging {
             self.staging.lock().push(s);
         }
@@ -622,17 +696,18 @@ impl CudaBackend {
         }
     }
 
-    /// The H MSM over H left on the device by the quotient (freed here).
+    /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
-        let mut out = blst::blst_p1::default();
-        let _g = self.device();
         let t = Instant::now();
-        // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
-        call("msm h (device scalars)", |m, c| unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, d_h.1, count, &mut out, m, c) })
+        let (sum, pieces) = self
+            .in_pieces::<G1Affine>("msm h (device scalars)", count, |off, len, out, m, c| {
+                // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
+                unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_h.1, len, out, m, c) }
+            })
             .map_err(dev_err)?;
         drop(d_h);
-        log(format!("msm G1 h from device-resident scalars ({count})"), t.elapsed().as_secs_f64());
-        Ok(G1Affine::from_raw(out))
+        log(format!("msm G1 h from device-resident scalars ({count}, {pieces} device calls)"), t.elapsed().as_secs_f64());
+        Ok(sum)
     }
 }
 
@@ -650,15 +725,13 @@ impl MatVec for CudaBackend {
         let cap = rows.next_power_of_two();
         let (mut a, mut b, mut c) = (Vec::with_capacity(cap), Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut ms = [0f64; ffi::MATVEC_STAGES + 1];
-        {
-            let _g = self.device();
-            let p = |v: &mut Vec<Scalar>| v.as_mut_ptr() as *mut blst::blst_fr;
-            // SAFETY: w holds inputs + aux scalars; a, b, c have room for `rows` values each.
-            call("mat-vec", |msg, cap| unsafe {
-                ffi::cuzk_matvec(pce.handle, w as *const blst::blst_fr, p(&mut a), p(&mut b), p(&mut c), ms.as_mut_ptr(), msg, cap)
-            })
-            .map_err(dev_err)?;
-        }
+        let p = |v: &mut Vec<Scalar>| v.as_mut_ptr() as *mut blst::blst_fr;
+        let (pa, pb, pc) = (p(&mut a), p(&mut b), p(&mut c));
+        // SAFETY: w holds inputs + aux scalars; a, b, c have room for `rows` values each.
+        self.device_call("mat-vec", |msg, cap| unsafe {
+            ffi::cuzk_matvec(pce.handle, w as *const blst::blst_fr, pa, pb, pc, ms.as_mut_ptr(), msg, cap)
+        })
+        .map_err(dev_err)?;
         self.give_back(staged);
         // SAFETY: the device wrote `rows` values into each.
         unsafe {
@@ -717,14 +790,12 @@ impl Ntt for CudaBackend {
         if n < NTT_CPU_BELOW {
             return self.cpu.ntt(data, kind);
         }
-        let t = Instant::now();
-        let _g = self.device();
+        let d = data.as_mut_ptr() as *mut blst::blst_fr;
         // SAFETY: n = 2^lg values in place.
-        call("ntt", |m, c| unsafe {
-            ffi::cuzk_ntt(self.dev, data.as_mut_ptr() as *mut blst::blst_fr, n.trailing_zeros(), kind_code(kind), m, c)
-        })
-        .map_err(dev_err)?;
-        log(format!("ntt {kind:?} (2^{})", n.trailing_zeros()), t.elapsed().as_secs_f64());
+        let secs = self
+            .device_call("ntt", |m, c| unsafe { ffi::cuzk_ntt(self.dev, d, n.trailing_zeros(), kind_code(kind), m, c) })
+            .map_err(dev_err)?;
+        log(format!("ntt {kind:?} (2^{})", n.trailing_zeros()), secs);
         Ok(())
     }
 
@@ -826,9 +897,8 @@ impl Backend for CudaBackend {
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
-            let _g = self.device();
             // SAFETY: w holds inputs + aux scalars; ms has one slot per stage.
-            call("mat-vec + quotient", |msg, cap| unsafe {
+            self.device_call("mat-vec + quotient", |msg, cap| unsafe {
                 ffi::cuzk_matvec_quotient(
                     pce.handle,
                     w as *const blst::blst_fr,

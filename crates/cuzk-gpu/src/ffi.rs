@@ -11,7 +11,15 @@ macro_rules! curve_fns {
         extern "C" {
             pub fn $upload(dev: i32, host: *const $aff, n: usize, handle: *mut Handle, msg: *mut u8, cap: usize) -> i32;
             pub fn $free(handle: Handle);
-            pub fn $resident(handle: Handle, scalars: *const blst::blst_fr, n: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+            pub fn $resident(
+                handle: Handle,
+                off: usize,
+                scalars: *const blst::blst_fr,
+                n: usize,
+                out: *mut $proj,
+                msg: *mut u8,
+                cap: usize,
+            ) -> i32;
             pub fn $host(
                 dev: i32,
                 bases: *const $aff,
@@ -113,6 +121,7 @@ extern "C" {
     pub fn cuzk_host_free(p: *mut c_void);
     pub fn cuzk_g1_msm_resident_dev(
         handle: Handle,
+        off: usize,
         d_scalars: *const c_void,
         n: usize,
         out: *mut blst::blst_p1,

@@ -119,21 +119,35 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
 /// Opens the CUDA backend on `device` (an index into [`devices`]): [`GpuError::NotBuilt`]
 /// without CUDA, [`GpuError::BadDevice`] for an index past the devices present.
 pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
-    open_with(device, None)
+    open_with(device, &GpuOptions::default())
 }
 
-/// [`open`], keeping at most `resident_budget` device bytes of SRS sections between calls
-/// (`None`: as many as the device holds). When a section does not fit, the least recently
-/// used sections no running call holds are dropped; a section larger than the budget travels
-/// with each call instead of staying resident.
-pub fn open_with(device: usize, resident_budget: Option<u64>) -> Result<Box<dyn Backend>, GpuError> {
+/// How a CUDA backend uses its device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Device bytes of SRS sections kept between calls (`None`: as many as the device holds).
+    /// When a section does not fit, the least recently used sections no running call holds
+    /// are dropped; a section larger than the budget travels with each call instead.
+    pub resident_budget: Option<u64>,
+    /// MSMs over resident bases run in pieces of at most 2^k points, one device call each, so
+    /// that a more urgent job's calls wait for one piece rather than a whole 2^27-point MSM
+    /// (`None`: one call per MSM).
+    pub msm_piece_log2: Option<u32>,
+}
+
+/// [`open`] with `options`.
+pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>, GpuError> {
     #[cfg(feature = "cuda")]
     {
-        Ok(Box::new(cuda::CudaBackend::new(device, resident_budget)?))
+        let mut b = cuda::CudaBackend::new(device, options.resident_budget)?;
+        if let Some(k) = options.msm_piece_log2 {
+            b = b.with_msm_piece(1usize.checked_shl(k).unwrap_or(usize::MAX));
+        }
+        Ok(Box::new(b))
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = (device, resident_budget);
+        let _ = (device, options);
         Err(GpuError::NotBuilt)
     }
 }

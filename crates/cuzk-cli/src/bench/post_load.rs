@@ -48,6 +48,8 @@ pub struct PostLoadBench {
     pub backend: String,
     pub urgent_lane: bool,
     pub urgent_threads: usize,
+    /// The device's MSM piece (2^k points per call; `None`: one call per MSM).
+    pub msm_piece_log2: Option<u32>,
     pub jobs: usize,
     pub provers_per_device: usize,
     pub idle_s: Vec<f64>,
@@ -126,6 +128,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         backend,
         urgent_lane: o.urgent_lane,
         urgent_threads: o.urgent_threads,
+        msm_piece_log2: None,
         jobs: o.jobs,
         provers_per_device: o.provers_per_device,
         idle_p50_s: quantile(&idle_s, 0.5),

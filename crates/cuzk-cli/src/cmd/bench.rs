@@ -109,6 +109,10 @@ pub struct PostLoadArgs {
     /// lane on (0: they share the process-wide pool).
     #[arg(long, value_delimiter = ',', default_value = "4")]
     urgent_threads: Vec<usize>,
+    /// MSM pieces to measure, each setting in turn: 2^K points per device call of an MSM
+    /// over resident bases (0: one call per MSM).
+    #[arg(long, value_name = "K", value_delimiter = ',', default_value = "0")]
+    msm_piece_log2: Vec<u32>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
     porep_no_verify: bool,
@@ -130,11 +134,12 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
     let porep = std::sync::Arc::new(cuzk_filecoin::porep::PorepInput { c1, identity });
     let budget_bytes = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
     let mut reports = Vec::new();
-    let settings = a.urgent_lane.iter().flat_map(|lane| match lane {
+    let lanes = a.urgent_lane.iter().flat_map(|lane| match lane {
         OnOff::On => a.urgent_threads.iter().map(|t| (true, *t)).collect::<Vec<_>>(),
         OnOff::Off => vec![(false, 0)],
     });
-    for (urgent_lane, urgent_threads) in settings {
+    let settings = lanes.flat_map(|lane| a.msm_piece_log2.iter().map(move |k| (lane, Some(*k).filter(|k| *k > 0))));
+    for ((urgent_lane, urgent_threads), msm_piece_log2) in settings {
         let o = LoadOptions {
             requests: a.requests,
             idle_requests: a.idle_requests,
@@ -146,15 +151,18 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             urgent_threads,
             porep_verify: !a.porep_no_verify,
         };
-        let device = crate::args::make_devices(a.backend)?.into_iter().next().context("no device")?;
-        let r = run(post.clone(), porep.clone(), device, &o)?;
+        let gpu = cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2 };
+        let device = crate::args::make_devices_with(a.backend, &gpu)?.into_iter().next().context("no device")?;
+        let mut r = run(post.clone(), porep.clone(), device, &o)?;
+        r.msm_piece_log2 = msm_piece_log2;
         println!(
-            "{} under {} sectors on {} (urgent lane {}, {} reserved threads): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
+            "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM piece 2^{:?}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
             r.registered_proof,
             r.porep_c1,
             r.backend,
             on_off(r.urgent_lane),
             r.urgent_threads,
+            r.msm_piece_log2,
             r.idle_p50_s,
             r.loaded_p50_s,
             r.loaded_p99_s,
@@ -432,6 +440,10 @@ pub struct PartitionArgs {
     /// sections over it travel with each call. Default: the whole device.
     #[arg(long, value_parser = crate::args::byte_size)]
     device_budget: Option<u64>,
+    /// Run each MSM over resident bases in pieces of at most 2^K points, one device call
+    /// each (the pre-emption grain an urgent job waits for). Default: one call per MSM.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(16..=40))]
+    msm_piece_log2: Option<u32>,
     #[arg(long, default_value_t = 0)]
     partition: usize,
     /// Proofs per mat-vec place (the first of each is cold: uploads).
@@ -498,6 +510,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         sector,
         backend,
         device_budget,
+        msm_piece_log2,
         partition,
         reps,
         matvec,
@@ -509,7 +522,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         msm,
         json,
     } = a;
-    let backend = crate::args::make_backend_with(backend, device_budget)?;
+    let backend = crate::args::make_backend_with(backend, &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2 })?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm };

@@ -49,7 +49,8 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         print!("{}", cfg.render());
         return Ok(ExitCode::SUCCESS);
     }
-    let devices = make_devices_with(backend_of(&cfg.engine.backend)?, cfg.device_budget_bytes())?;
+    let gpu = cuzk_gpu::GpuOptions { resident_budget: cfg.device_budget_bytes(), msm_piece_log2: cfg.msm_piece_log2() };
+    let devices = make_devices_with(backend_of(&cfg.engine.backend)?, &gpu)?;
     let rt = runtime()?;
     let clean = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};

@@ -1,8 +1,10 @@
 //! Valid PoSt requests at any sector size without sealing a sector: for benchmarks at 32 and
 //! 64 GiB, where sealing is out of reach. A PoSt vanilla proof only shows Merkle paths from
 //! the challenged leaves to comm_r_last (and comm_r = H(comm_c, comm_r_last)), so each sector
-//! here is a sparse tree: random leaves at the challenged positions, every other leaf zero,
-//! every untouched subtree the hash of zero subtrees of its height. The challenges are drawn
+//! here is a sparse tree: random leaves at the challenged positions and a random node for
+//! every untouched subtree beside their paths (no verifier looks below a sibling, and equal
+//! siblings in every sector — the hash of zero subtrees — would give the prover's MSMs
+//! millions of equal scalars that no real sector has). The challenges are drawn
 //! by filecoin-proofs-api from the randomness exactly as for a real sector, and the result
 //! passes filecoin-proofs' vanilla verification and, once proved, the official verifiers. It
 //! owns only the tree and the proof bytes; requests are checked by [`PostInput`].
@@ -83,10 +85,10 @@ fn sector_proof<Tree: 'static + MerkleTreeTrait>(number: u64, challenges: &[u64]
     type D<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let challenged: BTreeMap<usize, D<Tree>> = challenges.iter().map(|c| (*c as usize, D::<Tree>::random(&mut rng))).collect();
-    let tree = SparseTree::<Tree>::build(level_arities::<Tree>(leaves), challenged);
+    let tree = SparseTree::<Tree>::build(level_arities::<Tree>(leaves), challenged, &mut rng);
     let inclusion_proofs = challenges.iter().map(|c| tree.proof(*c as usize)).collect::<Result<Vec<_>>>()?;
     let comm_c = D::<Tree>::random(&mut rng);
-    let comm_r_last = tree.root();
+    let comm_r_last = tree.root()?;
     let comm_r = <<Tree::Hasher as Hasher>::Function as HashFunction<D<Tree>>>::hash2(&comm_c, &comm_r_last);
     let proof = FallbackPoStSectorProof::<Tree> {
         sector_id: SectorId::from(number),
@@ -114,37 +116,39 @@ type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-/// A Merkle tree of which only the paths to a few leaves are stored: every node off those
-/// paths is the default node of its height (the hash of default children; zero for a leaf).
+/// A Merkle tree of which only the paths to a few leaves are stored, with the siblings along
+/// them: a sibling off every path is the random root of an untouched subtree.
 struct SparseTree<Tree: MerkleTreeTrait> {
     arities: Vec<usize>,
-    /// Per height (0 = leaves): the stored nodes by index.
+    /// Per height (0 = leaves): the stored nodes by index, every path node and its siblings.
     levels: Vec<BTreeMap<usize, <Tree::Hasher as Hasher>::Domain>>,
-    /// Per height: the node of an untouched subtree.
-    defaults: Vec<<Tree::Hasher as Hasher>::Domain>,
 }
 
 impl<Tree: MerkleTreeTrait> SparseTree<Tree> {
-    fn build(arities: Vec<usize>, leaves: BTreeMap<usize, <Tree::Hasher as Hasher>::Domain>) -> Self {
+    fn build(arities: Vec<usize>, leaves: BTreeMap<usize, <Tree::Hasher as Hasher>::Domain>, rng: &mut impl rand::RngCore) -> Self {
+        type D<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
         let mut levels = vec![leaves];
-        let mut defaults = vec![<Tree::Hasher as Hasher>::Domain::default()];
         for (height, arity) in arities.iter().enumerate() {
-            let below = &levels[height];
+            let below = &mut levels[height];
             let parents: BTreeSet<usize> = below.keys().map(|i| i / arity).collect();
-            let child = |i: usize| below.get(&i).copied().unwrap_or(defaults[height]);
-            let level =
-                parents.into_iter().map(|p| (p, hash::<Tree>(&(0..*arity).map(|j| child(p * arity + j)).collect::<Vec<_>>()))).collect();
-            defaults.push(hash::<Tree>(&vec![defaults[height]; *arity]));
+            let mut level = BTreeMap::new();
+            for p in parents {
+                let children: Vec<D<Tree>> =
+                    (p * arity..(p + 1) * arity).map(|i| *below.entry(i).or_insert_with(|| D::<Tree>::random(&mut *rng))).collect();
+                level.insert(p, hash::<Tree>(&children));
+            }
             levels.push(level);
         }
-        SparseTree { arities, levels, defaults }
+        SparseTree { arities, levels }
     }
 
-    fn node(&self, height: usize, index: usize) -> <Tree::Hasher as Hasher>::Domain {
-        self.levels[height].get(&index).copied().unwrap_or(self.defaults[height])
+    /// A stored node (the build stored every node a path or its siblings need).
+    fn node(&self, height: usize, index: usize) -> Result<<Tree::Hasher as Hasher>::Domain> {
+        let stored = self.levels.get(height).and_then(|level| level.get(&index));
+        stored.copied().ok_or_else(|| Error::Invalid(format!("the synthetic tree holds no node {index} at height {height}")))
     }
 
-    fn root(&self) -> <Tree::Hasher as Hasher>::Domain {
+    fn root(&self) -> Result<<Tree::Hasher as Hasher>::Domain> {
         self.node(self.arities.len(), 0)
     }
 
@@ -154,11 +158,11 @@ impl<Tree: MerkleTreeTrait> SparseTree<Tree> {
         let mut path = Vec::with_capacity(self.arities.len());
         for (height, arity) in self.arities.iter().enumerate() {
             let (parent, position) = (index / arity, index % arity);
-            let siblings = (0..*arity).filter(|j| *j != position).map(|j| self.node(height, parent * arity + j)).collect();
+            let siblings = (0..*arity).filter(|j| *j != position).map(|j| self.node(height, parent * arity + j)).collect::<Result<_>>()?;
             path.push((siblings, position));
             index = parent;
         }
-        let proof = MerkleProof::from_parts(self.node(0, leaf), self.root(), path);
+        let proof = MerkleProof::from_parts(self.node(0, leaf)?, self.root()?, path);
         if !proof.verify() || proof.path_index() != leaf {
             return Err(Error::Invalid(format!("the synthetic Merkle path of leaf {leaf} does not verify")));
         }
