@@ -39,7 +39,8 @@
 # modes part b measures (auto; split gathers every general base on the host, too much for a
 # WindowPoSt partition on a 128 GiB host); PIECE: parts b and e run MSMs over resident bases
 # in pieces of 2^PIECE points (default: one call each); PIECES: the pieces part d measures in
-# turn (0 = one call; e.g. 0,25).
+# turn (0 = one call; e.g. 0,25); BUDGET: part b's cap on the resident SRS (e.g. 48GiB, which
+# an 80 GB card needs for a 32 GiB WindowPoSt partition).
 # RUNS / CPU_RUNS: part a's 32 GiB WinningPoSt runs on cuda (20) and cpu (3).
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
 set -u
@@ -71,7 +72,7 @@ b)
     step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
     ls -la "$WORK/post32w"
     step part32-window timeout "${T_PART:-500}" "$BIN" bench partition --post "$WORK/post32w/window-0.json" --backend cuda --reps 3 --matvec device --msm "${MSM:-auto}" \
-        ${PIECE:+--msm-piece-log2 $PIECE} --json "$OUT/partition32-window.json"
+        ${PIECE:+--msm-piece-log2 $PIECE} ${BUDGET:+--device-budget $BUDGET} --json "$OUT/partition32-window.json"
     ;;
 c)
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"

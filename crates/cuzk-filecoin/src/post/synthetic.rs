@@ -175,3 +175,39 @@ fn hash<Tree: MerkleTreeTrait>(children: &[<Tree::Hasher as Hasher>::Domain]) ->
     let path: InclusionPath<Tree::Hasher, Tree::Arity> = vec![PathElement::from((children[1..].to_vec(), 0))].into();
     path.root(children[0])
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use filecoin_proofs::SectorShape32GiB;
+
+    use super::*;
+
+    /// Every node a 32 GiB tree stores (ten challenged paths and their siblings) has its own
+    /// value: two siblings are equal only where they are the same node, as in a real sector
+    /// (equal default siblings gave the prover's MSMs millions of equal scalars), and every
+    /// path still hashes to the root.
+    #[test]
+    fn a_32_gib_tree_stores_distinct_siblings_and_its_paths_verify() {
+        type Tree = SectorShape32GiB;
+        type D = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+        let leaves = (32usize << 30) / 32;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        let challenged: BTreeMap<usize, D> = (0..10usize).map(|k| ((k * 104_729_023 + 7) % leaves, D::random(&mut rng))).collect();
+        let tree = SparseTree::<Tree>::build(level_arities::<Tree>(leaves), challenged.clone(), &mut rng);
+        let mut seen: HashMap<D, (usize, usize)> = HashMap::new();
+        for (height, level) in tree.levels.iter().enumerate() {
+            for (index, value) in level {
+                if let Some(first) = seen.insert(*value, (height, *index)) {
+                    panic!("node {index} at height {height} repeats the value of node {first:?}");
+                }
+            }
+        }
+        // Ten paths of 8-ary levels store their 7 siblings per level (fewer where paths meet).
+        assert!(seen.len() > 10 * 7 * 8, "only {} nodes stored", seen.len());
+        for leaf in challenged.keys() {
+            tree.proof(*leaf).unwrap();
+        }
+    }
+}
