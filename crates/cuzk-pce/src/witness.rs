@@ -39,6 +39,74 @@ pub fn append_all(dst: &mut Vec<Scalar>, parts: &[&[Scalar]]) {
     unsafe { dst.set_len(start + total) };
 }
 
+/// The native and gadget witnesses of one partition side by side ([`compare_piece_sets`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModeComparison {
+    /// The partition compared.
+    pub partition: usize,
+    /// Pieces (one per challenge) the partition's witness was computed in.
+    pub pieces: usize,
+    /// Input values of the pieces together, ONE included (the common part counted once per
+    /// piece).
+    pub inputs: usize,
+    /// Aux values of the pieces together, counted the same way.
+    pub aux: usize,
+    /// Wall seconds of the native witness.
+    pub native_seconds: f64,
+    /// CPU seconds (all threads) of the native witness.
+    pub native_cpu_seconds: f64,
+    /// Wall seconds of the gadget witness.
+    pub gadget_seconds: f64,
+    /// CPU seconds (all threads) of the gadget witness.
+    pub gadget_cpu_seconds: f64,
+    /// Pieces whose native and gadget witnesses differ in any input or aux value.
+    pub differing_pieces: usize,
+    /// Input and aux values that differ, over all pieces.
+    pub differing_values: usize,
+    /// The rayon threads the pieces ran on.
+    pub threads: usize,
+}
+
+/// Runs the reference (`gadget`) pieces, then the `native` ones, each set in parallel from an
+/// empty witness, timed (wall and CPU seconds), and compares them piece by piece: a circuit
+/// family's fast witness against its gadgets, for the `partition` named in the result.
+pub fn compare_piece_sets(partition: usize, gadget: Vec<Piece>, native: Vec<Piece>) -> Result<ModeComparison> {
+    use cuzk_core::mem::cpu_seconds;
+    let run = |pieces: Vec<Piece>| -> Result<(Vec<WitnessCs>, f64, f64)> {
+        let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
+        let ws = pieces
+            .into_par_iter()
+            .map(|piece| {
+                let mut cs = WitnessCs::with_capacity(1, 0);
+                piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
+                Ok(cs)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((ws, t.elapsed().as_secs_f64(), cpu_seconds() - cpu))
+    };
+    let (gadget, gadget_seconds, gadget_cpu_seconds) = run(gadget)?;
+    let (native, native_seconds, native_cpu_seconds) = run(native)?;
+    let (mut differing_pieces, mut differing_values) = (0, 0);
+    for (n, g) in native.iter().zip(&gadget) {
+        let d = diff(&n.inputs, &g.inputs) + diff(&n.aux, &g.aux);
+        differing_values += d;
+        differing_pieces += usize::from(d > 0);
+    }
+    Ok(ModeComparison {
+        partition,
+        pieces: native.len(),
+        inputs: native.iter().map(|w| w.inputs.len()).sum(),
+        aux: native.iter().map(|w| w.aux.len()).sum(),
+        native_seconds,
+        native_cpu_seconds,
+        gadget_seconds,
+        gadget_cpu_seconds,
+        differing_pieces: differing_pieces + native.len().abs_diff(gadget.len()),
+        differing_values,
+        threads: rayon::current_num_threads(),
+    })
+}
+
 /// The witness of one circuit from its independent pieces (e.g. one per challenge), computed in parallel and joined: every piece
 /// repeats the same common part, then adds its own variables; the join keeps the common part
 /// once and appends each piece's own variables in order — the allocation order of the whole
@@ -200,6 +268,20 @@ mod tests {
                 Box::new(move |cs: &mut WitnessCs| piece(cs, common, k, extra)) as Piece
             })
             .collect()
+    }
+
+    /// Equal piece sets compare equal; a piece with another common value counts as one
+    /// differing piece (two values: its common aux and input), an extra value as one more, and
+    /// a missing piece as a differing piece.
+    #[test]
+    fn compare_piece_sets_counts_the_pieces_and_values_that_differ() {
+        let r = compare_piece_sets(3, pieces(4, |_| 7, None), pieces(4, |_| 7, None)).unwrap();
+        assert_eq!((r.partition, r.pieces, r.differing_pieces, r.differing_values), (3, 4, 0, 0));
+        assert_eq!((r.inputs, r.aux), (4 * 2, 4 * 3), "ONE and one input, three aux per piece");
+        let r = compare_piece_sets(0, pieces(4, |_| 7, None), pieces(4, |k| if k == 2 { 8 } else { 7 }, Some(1))).unwrap();
+        assert_eq!((r.differing_pieces, r.differing_values), (2, 3));
+        let r = compare_piece_sets(0, pieces(4, |_| 7, None), pieces(3, |_| 7, None)).unwrap();
+        assert_eq!(r.differing_pieces, 1);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use cuzk_pce::cache;
 use cuzk_pce::matrix::PreCompiledCircuit;
 use cuzk_pce::reference::{self, FullSynthesis};
-use cuzk_pce::witness::{checked_witness, diff, split_witness, Piece};
+use cuzk_pce::witness::{checked_witness, compare_piece_sets, split_witness, Piece};
 
 use crate::{Error, Result};
 
@@ -202,33 +202,7 @@ fn repeat<T: Clone>(v: Vec<T>, n: usize) -> Vec<T> {
     v.iter().cycle().take(n).cloned().collect()
 }
 
-/// The native and gadget witnesses of one partition side by side ([`compare_modes`]).
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ModeComparison {
-    /// The partition compared.
-    pub partition: usize,
-    /// Pieces (one per challenge) the partition's witness was computed in.
-    pub pieces: usize,
-    /// Input values of the pieces together, ONE included (the common part counted once per
-    /// piece).
-    pub inputs: usize,
-    /// Aux values of the pieces together, counted the same way.
-    pub aux: usize,
-    /// Wall seconds of the native witness.
-    pub native_seconds: f64,
-    /// CPU seconds (all threads) of the native witness.
-    pub native_cpu_seconds: f64,
-    /// Wall seconds of the gadget witness.
-    pub gadget_seconds: f64,
-    /// CPU seconds (all threads) of the gadget witness.
-    pub gadget_cpu_seconds: f64,
-    /// Pieces whose native and gadget witnesses differ in any input or aux value.
-    pub differing_pieces: usize,
-    /// Input and aux values that differ, over all pieces.
-    pub differing_values: usize,
-    /// The rayon threads the pieces ran on.
-    pub threads: usize,
-}
+pub use cuzk_pce::witness::ModeComparison;
 
 /// Partition `k`'s witness computed natively and with the circuit's gadgets, one piece per
 /// challenge in parallel as the new path does, every piece compared value for value. Needs
@@ -239,44 +213,5 @@ pub fn compare_modes(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeCompa
 
 fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(c1: &C1, id: &SectorIdentity, k: usize) -> Result<ModeComparison> {
     let prepared = prepare::<Tree>(c1, id)?;
-    compare_piece_sets(k, challenge_pieces(&prepared, k, WitnessMode::Gadgets)?, challenge_pieces(&prepared, k, WitnessMode::Native)?)
-}
-
-/// Runs the gadget pieces, then the native ones, each set in parallel from an empty witness,
-/// and compares them piece by piece (any circuit family split into pieces).
-pub(crate) fn compare_piece_sets(partition: usize, gadget: Vec<Piece>, native: Vec<Piece>) -> Result<ModeComparison> {
-    use cuzk_core::mem::cpu_seconds;
-    let run = |pieces: Vec<Piece>| -> Result<(Vec<WitnessCs>, f64, f64)> {
-        let (t, cpu) = (std::time::Instant::now(), cpu_seconds());
-        let ws = pieces
-            .into_par_iter()
-            .map(|piece| {
-                let mut cs = WitnessCs::with_capacity(1, 0);
-                piece(&mut cs).map_err(|e| Error::Witness(e.to_string()))?;
-                Ok(cs)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok((ws, t.elapsed().as_secs_f64(), cpu_seconds() - cpu))
-    };
-    let (gadget, gadget_seconds, gadget_cpu_seconds) = run(gadget)?;
-    let (native, native_seconds, native_cpu_seconds) = run(native)?;
-    let (mut differing_pieces, mut differing_values) = (0, 0);
-    for (n, g) in native.iter().zip(&gadget) {
-        let d = diff(&n.inputs, &g.inputs) + diff(&n.aux, &g.aux);
-        differing_values += d;
-        differing_pieces += usize::from(d > 0);
-    }
-    Ok(ModeComparison {
-        partition,
-        pieces: native.len(),
-        inputs: native.iter().map(|w| w.inputs.len()).sum(),
-        aux: native.iter().map(|w| w.aux.len()).sum(),
-        native_seconds,
-        native_cpu_seconds,
-        gadget_seconds,
-        gadget_cpu_seconds,
-        differing_pieces: differing_pieces + native.len().abs_diff(gadget.len()),
-        differing_values,
-        threads: rayon::current_num_threads(),
-    })
+    Ok(compare_piece_sets(k, challenge_pieces(&prepared, k, WitnessMode::Gadgets)?, challenge_pieces(&prepared, k, WitnessMode::Native)?)?)
 }

@@ -15,9 +15,9 @@ use super::input::{decoded, Decoded, PostInput};
 use super::registry;
 use super::witness::{native_pieces, native_witness, sector_values, SectorValues};
 use crate::porep::params::ParamPaths;
-use crate::porep::pce::{compare_piece_sets, ModeComparison};
 use crate::{Error, Result};
 use cuzk_pce::cache;
+use cuzk_pce::witness::{compare_piece_sets, ModeComparison};
 use cuzk_pce::witness::{split_witness, Piece};
 use cuzk_pce::PreCompiledCircuit;
 use cuzk_witness::WitnessCs;
@@ -198,7 +198,7 @@ fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait>(input: &PostInput) -> R
     let partition = vanilla_partition::<Tree>(input, &d)?;
     let gadget = sector_pieces(build(input, &d, &partition)?);
     let native = native_pieces(sector_values::<Tree>(&d.inputs, &partition)?);
-    compare_piece_sets(input.partition_index, gadget, native)
+    Ok(compare_piece_sets(input.partition_index, gadget, native)?)
 }
 
 fn build<Tree: 'static + MerkleTreeTrait>(

@@ -17,9 +17,9 @@ use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySe
 use super::input::{config, decoded, public_params, verify_vanilla, UpdateInput};
 use super::registry;
 use crate::porep::params::ParamPaths;
-use crate::porep::pce::{compare_piece_sets, ModeComparison};
 use crate::{Error, Result};
 use cuzk_pce::cache;
+use cuzk_pce::witness::{compare_piece_sets, ModeComparison};
 use cuzk_pce::witness::{Piece, WitnessCs};
 use cuzk_pce::PreCompiledCircuit;
 
@@ -138,7 +138,7 @@ fn compare_modes_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(i
     let gadget = partition_circuit::<Tree>(input, k)?;
     let gadget: Piece = Box::new(move |cs: &mut WitnessCs| bellperson::Circuit::synthesize(gadget, cs));
     let native = super::witness::native_piece(partition_circuit::<Tree>(input, k)?);
-    compare_piece_sets(k, vec![gadget], vec![native])
+    Ok(compare_piece_sets(k, vec![gadget], vec![native])?)
 }
 
 /// Partition `k`'s circuit, built exactly as filecoin-proofs builds it.
