@@ -73,6 +73,18 @@ fn out_of_memory(e: &GpuError) -> bool {
     matches!(e, GpuError::Cuda { code, message, .. } if code.abs() == 2 || message.contains("out of memory"))
 }
 
+/// An out-of-memory error that eviction could not cure, with the resident bytes left (held
+/// by running or waiting calls) and the setting that leaves the call its room.
+fn with_budget_hint(e: GpuError, resident_bytes: u64) -> GpuError {
+    let GpuError::Cuda { what, code, message } = e else { return e };
+    let gib = resident_bytes as f64 / (1u64 << 30) as f64;
+    let message = format!(
+        "{message} (with {gib:.2} GiB of SRS sections resident that running calls hold: a lower resident budget, \
+         srs.device_budget or --device-budget, leaves the room this call needs)"
+    );
+    GpuError::Cuda { what, code, message }
+}
+
 fn dev_err(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
 }
@@ -339,37 +351,29 @@ impl CudaBackend {
 
     /// One device call under the device lock; its seconds from the lock's acquisition (device
     /// time, not waiting). Out of device memory, it drops resident bases that no call holds,
-    /// least recently used first, and tries again until the call runs or nothing is left to
-    /// drop: a section is uploaded again when next needed, a failed proof is lost.
+    /// least recently used first, retrying after each, until the call runs or nothing is left
+    /// to drop: a section is uploaded again when next needed, a failed proof is lost. It keeps
+    /// the device lock and the resident set's lock from the failure to the last retry, so no
+    /// other call or upload takes the freed room in between (an MSM thread waiting for the
+    /// device used to upload again what had just been dropped).
     fn device_call(&self, what: &'static str, mut f: impl FnMut(*mut u8, usize) -> i32) -> Result<f64, GpuError> {
-        loop {
-            let result = {
-                let _g = self.device();
-                let t = Instant::now();
-                call(what, &mut f).map(|()| t.elapsed().as_secs_f64())
-            };
-            match result {
-                Err(e) if out_of_memory(&e) => {
-                    if !self.resident_cache().evict_lru() {
-                        return Err(self.with_budget_hint(e));
-                    }
-                    tracing::warn!(error = %e, what, "device out of memory; evicted the least recently used resident bases, retrying");
+        let _g = self.device();
+        let t = Instant::now();
+        let mut result = call(what, &mut f);
+        if matches!(&result, Err(e) if out_of_memory(e)) {
+            let mut cache = self.resident_cache();
+            while let Err(e) = &result {
+                if !out_of_memory(e) || !cache.evict_lru() {
+                    break;
                 }
-                other => return other,
+                tracing::warn!(error = %e, what, "device out of memory; evicted the least recently used resident bases, retrying");
+                result = call(what, &mut f);
+            }
+            if let Err(e) = result {
+                return Err(if out_of_memory(&e) { with_budget_hint(e, cache.report().bytes) } else { e });
             }
         }
-    }
-
-    /// An out-of-memory error that eviction could not cure, with what is resident and the
-    /// setting that leaves the call its room.
-    fn with_budget_hint(&self, e: GpuError) -> GpuError {
-        let GpuError::Cuda { what, code, message } = e else { return e };
-        let gib = self.resident_cache().report().bytes as f64 / (1u64 << 30) as f64;
-        let message = format!(
-            "{message} (with {gib:.2} GiB of SRS sections resident that running calls hold: a lower resident budget, \
-             srs.device_budget or --device-budget, leaves the room this call needs)"
-        );
-        GpuError::Cuda { what, code, message }
+        result.map(|()| t.elapsed().as_secs_f64())
     }
 
     /// `Σ` over `n` points of one resident MSM, in pieces of at most `msm_piece` points:
