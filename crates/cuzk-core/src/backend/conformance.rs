@@ -70,11 +70,15 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
         case("quotient + msm h vs separate cpu steps", &mut || quotient_msm_h_vs(backend, &cpu, &mut rng, len));
         let rows = if scale == Scale::Full { 140_000 } else { 3000 };
         case("mat-vec vs naive, and mat-vec + quotient + msm h", &mut || matvec_vs_naive(backend, &cpu, &mut rng, rows));
+        case("msm g1 with five distinct scalars vs cpu", &mut || msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 3000, Some(5)));
     }
     if scale == Scale::Full {
         let cpu = super::cpu::CpuBackend::new();
-        case("msm g1 2^18 vs cpu", &mut || msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 1 << 18));
-        case("msm g2 2^16 vs cpu", &mut || msm_vs_backend::<G2Affine>(backend, &cpu, &mut rng, 1 << 16));
+        case("msm g1 2^18 vs cpu", &mut || msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 1 << 18, None));
+        case("msm g2 2^16 vs cpu", &mut || msm_vs_backend::<G2Affine>(backend, &cpu, &mut rng, 1 << 16, None));
+        case("msm g1 2^18 with five distinct scalars vs cpu", &mut || {
+            msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 1 << 18, Some(5))
+        });
     }
     out
 }
@@ -164,7 +168,16 @@ fn split_bit_heavy<P: MsmPoint>(b: &dyn Backend, rng: &mut ChaCha8Rng, n: usize)
     same::<P>("bit-heavy msm_split", b.msm_split(&bases, &scalars).map_err(|e| e.to_string())?, want)
 }
 
-fn msm_vs_backend<P: MsmPoint>(b: &dyn Backend, reference: &dyn Backend, rng: &mut ChaCha8Rng, n: usize) -> Result<(), String> {
+/// The backend's MSM (plain and split) against `reference`'s over `n` bases, with the edge
+/// scalars or, with `distinct`, only that many values drawn at random: many equal scalars put
+/// many points into the same Pippenger bucket in every window.
+fn msm_vs_backend<P: MsmPoint>(
+    b: &dyn Backend,
+    reference: &dyn Backend,
+    rng: &mut ChaCha8Rng,
+    n: usize,
+    distinct: Option<usize>,
+) -> Result<(), String> {
     let b = P::msm_of(b);
     let g = P::generator().to_curve();
     let step = g * Scalar::random(&mut *rng);
@@ -175,7 +188,13 @@ fn msm_vs_backend<P: MsmPoint>(b: &dyn Backend, reference: &dyn Backend, rng: &m
             acc.to_affine()
         })
         .collect();
-    let scalars = edge_scalars(rng, n);
+    let scalars = match distinct {
+        None => edge_scalars(rng, n),
+        Some(k) => {
+            let values: Vec<Scalar> = (0..k).map(|_| Scalar::random(&mut *rng)).collect();
+            (0..n).map(|_| values[rng.gen_range(0..k)]).collect()
+        }
+    };
     let reference = P::msm_of(reference);
     let want = reference.msm(&bases, &scalars).map_err(|e| e.to_string())?;
     same::<P>(&format!("msm n={n}"), b.msm(&bases, &scalars).map_err(|e| e.to_string())?, want)?;
