@@ -85,6 +85,15 @@ fn with_budget_hint(e: GpuError, resident_bytes: u64) -> GpuError {
     GpuError::Cuda { what, code, message }
 }
 
+/// ", k device calls" for an MSM run in k > 1 pieces (the stage log's MSM lines).
+fn piece_note(pieces: usize) -> String {
+    if pieces > 1 {
+        format!(", {pieces} device calls")
+    } else {
+        String::new()
+    }
+}
+
 fn dev_err(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
 }
@@ -377,23 +386,23 @@ impl CudaBackend {
     }
 
     /// `Σ` over `n` points of one resident MSM, in pieces of at most `msm_piece` points:
-    /// `piece(off, len, out)` runs the piece at `off` (one device call each).
+    /// `piece(off, len, out)` runs the piece at `off` (one device call each). Returns the sum,
+    /// the number of pieces and their device seconds together (waits for the lock excluded).
     fn in_pieces<P: GpuCurve>(
         &self,
         what: &'static str,
         n: usize,
         mut piece: impl FnMut(usize, usize, *mut P::RawProj, *mut u8, usize) -> i32,
-    ) -> Result<(P::Curve, usize), GpuError> {
-        let mut sum = P::Curve::identity();
-        let mut pieces = 0;
+    ) -> Result<(P::Curve, usize, f64), GpuError> {
+        let (mut sum, mut pieces, mut secs) = (P::Curve::identity(), 0, 0.0);
         for off in (0..n).step_by(self.msm_piece) {
             let len = self.msm_piece.min(n - off);
             let mut out = P::RawProj::default();
-            self.device_call(what, |m, c| piece(off, len, &mut out, m, c))?;
+            secs += self.device_call(what, |m, c| piece(off, len, &mut out, m, c))?;
             sum += P::from_raw(out);
             pieces += 1;
         }
-        Ok((sum, pieces))
+        Ok((sum, pieces, secs))
     }
 
     /// The device lock. After a panic under it, what is resident may not be what the cache
@@ -473,15 +482,14 @@ impl CudaBackend {
         }
         let s = scalars.as_ptr() as *const blst::blst_fr;
         let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
-        let t = Instant::now();
         if let Some(r) = r {
-            let (sum, pieces) = self
+            let (sum, pieces, secs) = self
                 .in_pieces::<P>("msm", n, |off, len, out, m, c| {
                     // SAFETY: scalars[off..off + len] against resident bases [off..off + len].
                     unsafe { P::resident(r.handle, off, s.add(off), len, out, m, c) }
                 })
                 .map_err(dev_err)?;
-            log(format!("msm {} ({n}, {pieces} device calls, waits between them included)", P::NAME), t.elapsed().as_secs_f64());
+            log(format!("msm {} ({n}{})", P::NAME, piece_note(pieces)), secs);
             return Ok(sum);
         }
         let mut out = P::RawProj::default();
@@ -702,15 +710,14 @@ impl CudaBackend {
 
     /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
-        let t = Instant::now();
-        let (sum, pieces) = self
+        let (sum, pieces, secs) = self
             .in_pieces::<G1Affine>("msm h (device scalars)", count, |off, len, out, m, c| {
                 // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
                 unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_h.1, len, out, m, c) }
             })
             .map_err(dev_err)?;
         drop(d_h);
-        log(format!("msm G1 h from device-resident scalars ({count}, {pieces} device calls)"), t.elapsed().as_secs_f64());
+        log(format!("msm G1 h from device-resident scalars ({count}{})", piece_note(pieces)), secs);
         Ok(sum)
     }
 }
