@@ -40,7 +40,7 @@ pub struct PostBench {
 }
 
 /// Seconds per stage of one job's trace events, plus `waiting` = `total_s` minus their sum.
-fn stage_seconds(events: &[cuzk_pipeline::trace::Event], total_s: f64) -> BTreeMap<String, f64> {
+pub(crate) fn stage_seconds(events: &[cuzk_pipeline::trace::Event], total_s: f64) -> BTreeMap<String, f64> {
     let mut by_stage = BTreeMap::new();
     for e in events {
         *by_stage.entry(e.stage.to_string()).or_insert(0.0) += e.end_s - e.start_s;
@@ -51,7 +51,7 @@ fn stage_seconds(events: &[cuzk_pipeline::trace::Event], total_s: f64) -> BTreeM
 }
 
 /// The median of each stage over runs (a stage missing from a run counts as 0 there).
-fn stage_medians(runs: &[BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
+pub(crate) fn stage_medians(runs: &[BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
     let names: std::collections::BTreeSet<&String> = runs.iter().flat_map(|r| r.keys()).collect();
     names.into_iter().map(|n| (n.clone(), median(&runs.iter().map(|r| r.get(n).copied().unwrap_or(0.0)).collect::<Vec<_>>()))).collect()
 }

@@ -6,7 +6,7 @@
 //! CRITICAL as the daemon submits them (PoRep at the default priority), each waited for
 //! before the next. It proves nothing a user keeps.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use cuzk_filecoin::post::PostInput;
 use cuzk_pipeline::{Config, Device, Engine, JobOptions, Priority, Ticket};
 use serde::Serialize;
 
+use crate::bench::post::{stage_medians, stage_seconds};
 use crate::context::kinds;
 
 /// How to load the engine.
@@ -58,6 +59,11 @@ pub struct PostLoadBench {
     pub loaded_p50_s: f64,
     pub loaded_p99_s: f64,
     pub loaded_max_s: f64,
+    /// Per loaded request (in `loaded_s`'s order), seconds per engine stage (parse, witness,
+    /// mat-vec, prove — device waits included —, finalize, and `waiting` between stages).
+    pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
+    /// The median of each stage over the loaded requests.
+    pub loaded_stage_median_s: BTreeMap<String, f64>,
     /// Time between successive PoRep sector completions while loaded requests ran (two
     /// sectors kept in the engine): the sector throughput under WinningPoSt interference.
     pub porep_sector_s: Vec<f64>,
@@ -83,13 +89,17 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     cfg.urgent_threads = o.urgent_threads;
     let engine = Engine::start(cfg)?;
     let post = Arc::new(post);
-    let winning = || -> Result<f64> {
+    // One WinningPoSt: its seconds, and its seconds per engine stage.
+    let winning = || -> Result<(f64, BTreeMap<String, f64>)> {
         let t = Instant::now();
         let job = kinds().post.job(post.clone(), JobOptions { randomness: None, verify: true });
-        let out = engine.submit_at(job, Priority::Critical)?.wait();
+        let ticket = engine.submit_at(job, Priority::Critical)?;
+        let id = ticket.id;
+        let out = ticket.wait();
+        let total_s = t.elapsed().as_secs_f64();
         out.result.map_err(|e| anyhow!("WinningPoSt: {}", e.chain()))?;
         anyhow::ensure!(out.verified, "the engine returned an unverified WinningPoSt proof");
-        Ok(t.elapsed().as_secs_f64())
+        Ok((total_s, stage_seconds(&engine.trace().events_of(id), total_s)))
     };
     let sector = || -> Result<Ticket> {
         let opts = JobOptions { randomness: None, verify: o.porep_verify };
@@ -99,11 +109,11 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     tracing::info!("warm-up: one WinningPoSt and one PoRep sector");
     winning().context("warm-up")?;
     finished(sector()?).context("warm-up")?;
-    let idle_s = (0..o.idle_requests.max(1)).map(|_| winning()).collect::<Result<Vec<_>>>()?;
+    let idle_s = (0..o.idle_requests.max(1)).map(|_| winning().map(|(s, _)| s)).collect::<Result<Vec<_>>>()?;
     tracing::info!(idle_p50_s = quantile(&idle_s, 0.5), "idle latency measured; loading the engine");
 
     // Two sectors in the engine at all times, so the device never waits for a sector's parse.
-    let (mut loaded_s, mut porep_sector_s) = (Vec::new(), Vec::new());
+    let (mut loaded_s, mut loaded_stages_s, mut porep_sector_s) = (Vec::new(), Vec::new(), Vec::new());
     let mut in_engine: VecDeque<Ticket> = (0..2).map(|_| sector()).collect::<Result<_>>()?;
     let mut last_done = Instant::now();
     while loaded_s.len() < o.requests {
@@ -115,8 +125,10 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
             in_engine.pop_front();
             in_engine.push_back(sector()?);
         }
-        loaded_s.push(winning()?);
-        tracing::info!(request = loaded_s.len(), seconds = loaded_s[loaded_s.len() - 1], "WinningPoSt under load");
+        let (seconds, stages) = winning()?;
+        tracing::info!(request = loaded_s.len() + 1, seconds, ?stages, "WinningPoSt under load");
+        loaded_s.push(seconds);
+        loaded_stages_s.push(stages);
     }
     for t in in_engine {
         finished(t)?;
@@ -137,6 +149,8 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_p99_s: quantile(&loaded_s, 0.99),
         loaded_max_s: loaded_s.iter().copied().fold(0.0, f64::max),
         loaded_s,
+        loaded_stage_median_s: stage_medians(&loaded_stages_s),
+        loaded_stages_s,
         porep_sector_s,
     })
 }

@@ -156,13 +156,13 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
         let mut r = run(post.clone(), porep.clone(), device, &o)?;
         r.msm_piece_log2 = msm_piece_log2;
         println!(
-            "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM piece 2^{:?}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
+            "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM pieces {}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
             r.registered_proof,
             r.porep_c1,
             r.backend,
             on_off(r.urgent_lane),
             r.urgent_threads,
-            r.msm_piece_log2,
+            r.msm_piece_log2.map_or("off".to_string(), |k| format!("of 2^{k} points")),
             r.idle_p50_s,
             r.loaded_p50_s,
             r.loaded_p99_s,
@@ -170,6 +170,12 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             r.loaded_s.len(),
             r.porep_sector_s.iter().map(|s| (s * 100.0).round() / 100.0).collect::<Vec<_>>()
         );
+        let rounded =
+            |m: &std::collections::BTreeMap<String, f64>| m.iter().map(|(k, v)| format!("{k} {v:.3}")).collect::<Vec<_>>().join(", ");
+        println!("  loaded median per stage: {}", rounded(&r.loaded_stage_median_s));
+        if let Some(i) = (0..r.loaded_s.len()).max_by(|&a, &b| r.loaded_s[a].total_cmp(&r.loaded_s[b])) {
+            println!("  slowest loaded request ({:.3} s): {}", r.loaded_s[i], rounded(&r.loaded_stages_s[i]));
+        }
         reports.push(r);
     }
     if let Some(p) = &a.json {
