@@ -73,6 +73,25 @@ extern "C" void cuzk_device_free(int dev, void *p)
     cudaFree(p);
 }
 
+// Free device bytes now (cudaMemGetInfo), and a plain device allocation of `bytes` (freed with
+// cuzk_device_free): for tests that leave the device short of memory on purpose.
+extern "C" int cuzk_device_free_bytes(int dev, size_t *free_bytes, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    select_gpu(dev).select();
+    size_t total = 0;
+    CUDA_OK(cudaMemGetInfo(free_bytes, &total));
+    CUZK_CATCH
+}
+
+extern "C" int cuzk_device_alloc(int dev, size_t bytes, void **p, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    select_gpu(dev).select();
+    CUDA_OK(cudaMalloc(p, bytes));
+    CUZK_CATCH
+}
+
 // Page-locked host memory for staging uploads (DMA at full link speed, truly asynchronous).
 extern "C" int cuzk_host_alloc(int dev, size_t bytes, void **p, CUZK_ERR_ARGS)
 {

@@ -1013,4 +1013,42 @@ mod tests {
         let second = b.resident_cache().get(&second_key).expect("the bases are resident again");
         assert!(!Arc::ptr_eq(&first, &second), "what was resident when the panic hit must be uploaded again");
     }
+
+    /// On a GPU: with the device filled so that an NTT's buffer fits only once a resident
+    /// section is gone, the NTT still runs — the out-of-memory retry drops the section (no call
+    /// holds it) and tries again — and its result is the CPU's. Without a device it passes and
+    /// says SKIPPED in the output.
+    #[test]
+    fn a_call_out_of_device_memory_evicts_unheld_resident_bases_and_runs() {
+        let b = match CudaBackend::new(0, None) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_call_out_of_device_memory_evicts: {e} ***");
+                return;
+            }
+        };
+        // A resident section of 2^20 G1 points (96 MiB), made by an MSM.
+        let n = 1 << 20;
+        let bases: Vec<G1Affine> = random_points(n, 9);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap());
+        assert_eq!(b.resident_report().sections, 1);
+        // Leave 16 MiB free: a 2^21-value NTT (64 MiB) fails until the 96 MiB section goes.
+        let mut free = 0usize;
+        call("free bytes", |m, c| unsafe { ffi::cuzk_device_free_bytes(b.dev, &mut free, m, c) }).unwrap();
+        let mut hog: *mut std::ffi::c_void = std::ptr::null_mut();
+        let hog_bytes = free.saturating_sub(16 << 20);
+        call("hog", |m, c| unsafe { ffi::cuzk_device_alloc(b.dev, hog_bytes, &mut hog, m, c) }).unwrap();
+        let hog = DeviceBuf(b.dev, hog);
+        let data: Vec<Scalar> = (0..1usize << 21).map(|_| Scalar::random(&mut rng)).collect();
+        let (mut ours, mut cpu) = (data.clone(), data);
+        let r = Ntt::ntt(&b, &mut ours, NttKind::Forward);
+        drop(hog);
+        r.unwrap();
+        Ntt::ntt(&b.cpu, &mut cpu, NttKind::Forward).unwrap();
+        assert!(ours == cpu, "the NTT after the retry differs from the CPU's");
+        let report = b.resident_report();
+        assert_eq!((report.sections, report.evictions), (0, 1), "{report:?}");
+    }
 }

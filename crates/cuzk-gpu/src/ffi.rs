@@ -117,6 +117,10 @@ extern "C" {
     pub fn cuzk_device_count(count: *mut i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_device_name(dev: i32, name: *mut u8, name_cap: usize, mem: *mut usize, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_device_free(dev: i32, p: *mut c_void);
+    #[cfg(test)]
+    pub fn cuzk_device_free_bytes(dev: i32, free_bytes: *mut usize, msg: *mut u8, cap: usize) -> i32;
+    #[cfg(test)]
+    pub fn cuzk_device_alloc(dev: i32, bytes: usize, p: *mut *mut c_void, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_alloc(dev: i32, bytes: usize, p: *mut *mut c_void, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_free(p: *mut c_void);
     pub fn cuzk_g1_msm_resident_dev(
