@@ -948,6 +948,12 @@ mod tests {
 
     use super::*;
 
+    /// The backend on device 0 with `budget`, or `None` after saying in the test output that
+    /// `test` was SKIPPED and why (no device, or no CUDA build).
+    fn backend_or_skipped(test: &str, budget: Option<u64>) -> Option<CudaBackend> {
+        CudaBackend::new(0, budget).map_err(|e| writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {e} ***")).ok()
+    }
+
     /// On a GPU, under a resident budget of one 2^16-point G1 section: a second section evicts
     /// the first, a section over the budget is streamed with the call, every result is the
     /// CPU's, and forgetting a section frees its device bytes. Without a device it passes and
@@ -956,13 +962,7 @@ mod tests {
     fn a_resident_budget_evicts_the_least_recently_used_and_streams_what_cannot_fit() {
         let n = RESIDENT_FROM;
         let one = (n * std::mem::size_of::<G1Affine>()) as u64;
-        let b = match CudaBackend::new(0, Some(one)) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_resident_budget_evicts_the_least_recently_used: {e} ***");
-                return;
-            }
-        };
+        let Some(b) = backend_or_skipped("a_resident_budget_evicts_the_least_recently_used", Some(one)) else { return };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let scalars: Vec<Scalar> = (0..2 * n).map(|_| Scalar::random(&mut rng)).collect();
         let (first, second, big): (Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>) =
@@ -984,13 +984,7 @@ mod tests {
     /// result is still the CPU's. Without a device it passes and says SKIPPED in the output.
     #[test]
     fn a_panic_under_the_device_lock_leaves_the_device_serving() {
-        let b = match CudaBackend::new(0, None) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_panic_under_the_device_lock_leaves_the_device_serving: {e} ***");
-                return;
-            }
-        };
+        let Some(b) = backend_or_skipped("a_panic_under_the_device_lock_leaves_the_device_serving", None) else { return };
         let n = RESIDENT_FROM;
         let bases: Vec<G1Affine> = random_points(n, 3);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
@@ -1020,13 +1014,7 @@ mod tests {
     /// says SKIPPED in the output.
     #[test]
     fn a_call_out_of_device_memory_evicts_unheld_resident_bases_and_runs() {
-        let b = match CudaBackend::new(0, None) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "\n*** SKIPPED a_call_out_of_device_memory_evicts: {e} ***");
-                return;
-            }
-        };
+        let Some(b) = backend_or_skipped("a_call_out_of_device_memory_evicts", None) else { return };
         // A resident section of 2^20 G1 points (96 MiB), made by an MSM.
         let n = 1 << 20;
         let bases: Vec<G1Affine> = random_points(n, 9);
