@@ -658,6 +658,10 @@ mod tests {
         assert_eq!(ok.engine.on_device_error, "retry-cpu");
         let e = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_LANE").then(|| "asap".into())).unwrap_err().to_string();
         assert!(e.contains("CUZK_URGENT_LANE") && e.contains("critical"), "{e}");
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_MSM_PIECE_LOG2").then(|| "12".into())).unwrap_err().to_string();
+        assert!(e.contains("msm_piece_log2") && e.contains("16..=40"), "{e}");
+        let piece = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_MSM_PIECE_LOG2").then(|| v.into())).unwrap().msm_piece_log2();
+        assert_eq!((piece("0"), piece("25")), (None, Some(25)));
     }
 
     #[test]
