@@ -44,7 +44,8 @@ pub fn append_all(dst: &mut Vec<Scalar>, parts: &[&[Scalar]]) {
 pub struct ModeComparison {
     /// The partition compared.
     pub partition: usize,
-    /// Pieces (one per challenge) the partition's witness was computed in.
+    /// Pieces (one per challenge, sector or partition, as the circuit family splits it) the
+    /// partition's witness was computed in.
     pub pieces: usize,
     /// Input values of the pieces together, ONE included (the common part counted once per
     /// piece).

@@ -37,6 +37,9 @@ pub struct LoadOptions {
     pub urgent_lane: bool,
     /// Threads reserved for urgent partitions (see `cuzk_pipeline::Config::urgent_threads`).
     pub urgent_threads: usize,
+    /// The MSM piece the device was opened with (`cuzk_gpu::GpuOptions::msm_piece_log2`),
+    /// recorded in the report.
+    pub msm_piece_log2: Option<u32>,
     /// Verify the PoRep proofs (a synthetic C1's never verify).
     pub porep_verify: bool,
 }
@@ -140,7 +143,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         backend,
         urgent_lane: o.urgent_lane,
         urgent_threads: o.urgent_threads,
-        msm_piece_log2: None,
+        msm_piece_log2: o.msm_piece_log2,
         jobs: o.jobs,
         provers_per_device: o.provers_per_device,
         idle_p50_s: quantile(&idle_s, 0.5),

@@ -149,12 +149,12 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             budget_bytes,
             urgent_lane,
             urgent_threads,
+            msm_piece_log2,
             porep_verify: !a.porep_no_verify,
         };
         let gpu = cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2 };
         let device = crate::args::make_devices_with(a.backend, &gpu)?.into_iter().next().context("no device")?;
-        let mut r = run(post.clone(), porep.clone(), device, &o)?;
-        r.msm_piece_log2 = msm_piece_log2;
+        let r = run(post.clone(), porep.clone(), device, &o)?;
         println!(
             "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM pieces {}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
             r.registered_proof,

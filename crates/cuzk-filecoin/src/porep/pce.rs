@@ -18,7 +18,7 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use cuzk_pce::cache;
 use cuzk_pce::matrix::PreCompiledCircuit;
 use cuzk_pce::reference::{self, FullSynthesis};
-use cuzk_pce::witness::{checked_witness, compare_piece_sets, split_witness, Piece};
+use cuzk_pce::witness::{checked_witness, compare_piece_sets, split_witness, ModeComparison, Piece};
 
 use crate::{Error, Result};
 
@@ -201,8 +201,6 @@ fn repeat<T: Clone>(v: Vec<T>, n: usize) -> Vec<T> {
     }
     v.iter().cycle().take(n).cloned().collect()
 }
-
-pub use cuzk_pce::witness::ModeComparison;
 
 /// Partition `k`'s witness computed natively and with the circuit's gadgets, one piece per
 /// challenge in parallel as the new path does, every piece compared value for value. Needs

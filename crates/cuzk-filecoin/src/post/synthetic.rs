@@ -82,7 +82,6 @@ fn vanilla_proofs(
 
 /// One sector's vanilla proof (a tree of `leaves` leaves), bincode-encoded as filecoin-proofs-api encodes it.
 fn sector_proof<Tree: 'static + MerkleTreeTrait>(number: u64, challenges: &[u64], seed: u64, leaves: usize) -> Result<Vec<u8>> {
-    type D<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ number.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let challenged: BTreeMap<usize, D<Tree>> = challenges.iter().map(|c| (*c as usize, D::<Tree>::random(&mut rng))).collect();
     let tree = SparseTree::<Tree>::build(level_arities::<Tree>(leaves), challenged, &mut rng);
@@ -108,6 +107,9 @@ fn level_arities<Tree: MerkleTreeTrait>(leaves: usize) -> Vec<usize> {
     out
 }
 
+/// A node (and leaf) value of `Tree`.
+type D<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
 /// The inclusion proof type of `Tree`.
 type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
@@ -126,7 +128,6 @@ struct SparseTree<Tree: MerkleTreeTrait> {
 
 impl<Tree: MerkleTreeTrait> SparseTree<Tree> {
     fn build(arities: Vec<usize>, leaves: BTreeMap<usize, <Tree::Hasher as Hasher>::Domain>, rng: &mut impl rand::RngCore) -> Self {
-        type D<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
         let mut levels = vec![leaves];
         for (height, arity) in arities.iter().enumerate() {
             let below = &mut levels[height];
@@ -191,12 +192,12 @@ mod tests {
     #[test]
     fn a_32_gib_tree_stores_distinct_siblings_and_its_paths_verify() {
         type Tree = SectorShape32GiB;
-        type D = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
         let leaves = (32usize << 30) / 32;
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
-        let challenged: BTreeMap<usize, D> = (0..10usize).map(|k| ((k * 104_729_023 + 7) % leaves, D::random(&mut rng))).collect();
+        let challenged: BTreeMap<usize, D<Tree>> =
+            (0..10usize).map(|k| ((k * 104_729_023 + 7) % leaves, D::<Tree>::random(&mut rng))).collect();
         let tree = SparseTree::<Tree>::build(level_arities::<Tree>(leaves), challenged.clone(), &mut rng);
-        let mut seen: HashMap<D, (usize, usize)> = HashMap::new();
+        let mut seen: HashMap<D<Tree>, (usize, usize)> = HashMap::new();
         for (height, level) in tree.levels.iter().enumerate() {
             for (index, value) in level {
                 if let Some(first) = seen.insert(*value, (height, *index)) {
