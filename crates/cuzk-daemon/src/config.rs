@@ -87,6 +87,11 @@ pub struct EngineSection {
     /// each, so an urgent job waits for one piece of a running partition's 2^27-point H MSM
     /// rather than all of it (16..=40; 0, the default: one call per MSM).
     pub msm_piece_log2: u32,
+    /// Milliseconds the GPU stays reserved for an urgent job after each of its device calls,
+    /// so that its next call, after some host work, does not queue behind a bulk partition's
+    /// call (0..=1000; default 25). Longer keeps an urgent job's calls together when the
+    /// host's cores are busy, at the price of the device idling that long after it.
+    pub urgent_grace_ms: u32,
 }
 
 impl Default for EngineSection {
@@ -104,6 +109,7 @@ impl Default for EngineSection {
             urgent_lane: "high".into(),
             urgent_threads: "auto".into(),
             msm_piece_log2: 0,
+            urgent_grace_ms: 25,
         }
     }
 }
@@ -315,6 +321,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_URGENT_LANE", "engine.urgent_lane"),
     ("CUZK_URGENT_THREADS", "engine.urgent_threads"),
     ("CUZK_MSM_PIECE_LOG2", "engine.msm_piece_log2"),
+    ("CUZK_URGENT_GRACE_MS", "engine.urgent_grace_ms"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
@@ -395,6 +402,7 @@ impl DaemonConfig {
             "engine.urgent_lane" => self.engine.urgent_lane = v.trim().into(),
             "engine.urgent_threads" => self.engine.urgent_threads = v.trim().into(),
             "engine.msm_piece_log2" => self.engine.msm_piece_log2 = num(v)? as u32,
+            "engine.urgent_grace_ms" => self.engine.urgent_grace_ms = num(v)?.min(u32::MAX as usize) as u32,
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "srs.device_budget" => self.srs.device_budget = v.trim().into(),
@@ -462,6 +470,9 @@ impl DaemonConfig {
         self.urgent_threads_setting()?;
         if !(self.engine.msm_piece_log2 == 0 || (16..=40).contains(&self.engine.msm_piece_log2)) {
             return bad("engine.msm_piece_log2", format!("{} is not 0 or 16..=40", self.engine.msm_piece_log2));
+        }
+        if self.engine.urgent_grace_ms > 1000 {
+            return bad("engine.urgent_grace_ms", format!("{} is over 1000", self.engine.urgent_grace_ms));
         }
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
@@ -662,6 +673,10 @@ mod tests {
         assert!(e.contains("msm_piece_log2") && e.contains("16..=40"), "{e}");
         let piece = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_MSM_PIECE_LOG2").then(|| v.into())).unwrap().msm_piece_log2();
         assert_eq!((piece("0"), piece("25")), (None, Some(25)));
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "5000".into())).unwrap_err().to_string();
+        assert!(e.contains("urgent_grace_ms") && e.contains("5000"), "{e}");
+        let grace = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "150".into())).unwrap().engine.urgent_grace_ms;
+        assert_eq!(grace, 150);
     }
 
     #[test]

@@ -24,16 +24,13 @@ use group::Group;
 use crate::ffi::{self, Handle};
 use crate::lock::{DeviceGuard, DeviceLock};
 use crate::residency::{ResidentSet, SectionKey};
-use crate::{DeviceInfo, GpuError};
+use crate::{DeviceInfo, GpuError, LockWaits};
+use cuzk_core::priority::Priority;
 
 /// Below this many points an MSM runs on the CPU.
 const CPU_BELOW: usize = 1 << 10;
 /// From this many points on, bases are kept resident (below, they travel with each call).
 const RESIDENT_FROM: usize = 1 << 16;
-/// How long the device stays reserved for an urgent job (WinningPoSt, WindowPoSt) after
-/// each of its calls, so that its next call, after a few milliseconds of host work, does not
-/// queue behind a bulk partition's call (`cuzk_core::device_lock`'s urgent grace).
-const URGENT_GRACE: std::time::Duration = std::time::Duration::from_millis(25);
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -44,6 +41,27 @@ const MATVEC_CPU_BELOW: usize = 1 << 10;
 const LOG_CAP: usize = 4096;
 
 static LOG: DeviceLock<Vec<(String, f64)>> = DeviceLock::new(Vec::new());
+
+/// The device-lock waits of every CUDA backend in this process, by the waiting thread's
+/// priority level ([`Priority::level`]), until taken.
+static WAITS: DeviceLock<[LockWaits; 4]> = DeviceLock::new([LockWaits::NONE; 4]);
+
+pub(crate) fn take_waits() -> Vec<(Priority, LockWaits)> {
+    let taken = std::mem::replace(&mut *WAITS.lock(), [LockWaits::NONE; 4]);
+    [Priority::Low, Priority::Normal, Priority::High, Priority::Critical]
+        .into_iter()
+        .zip(taken)
+        .filter(|(_, w)| w.acquisitions > 0)
+        .collect()
+}
+
+fn record_wait(priority: Priority, waited: f64) {
+    let mut all = WAITS.lock();
+    let w = &mut all[priority.level() as usize];
+    w.acquisitions += 1;
+    w.seconds += waited;
+    w.max_seconds = w.max_seconds.max(waited);
+}
 
 fn log(stage: impl Into<String>, seconds: f64) {
     let mut l = LOG.lock();
@@ -333,7 +351,7 @@ impl std::fmt::Debug for CudaBackend {
 impl CudaBackend {
     /// The backend on `device`; `resident_budget` caps the device bytes of SRS sections kept
     /// between calls (`None`: the whole device, dropping copies only when an upload fails).
-    pub fn new(device: usize, resident_budget: Option<u64>) -> Result<Self, GpuError> {
+    pub fn new(device: usize, resident_budget: Option<u64>, urgent_grace: std::time::Duration) -> Result<Self, GpuError> {
         let all = devices()?;
         let info = all.get(device).ok_or(GpuError::BadDevice { device, count: all.len() })?;
         tracing::info!(device, name = %info.name, memory_gib = info.memory_bytes as f64 / (1u64 << 30) as f64, "CUDA backend");
@@ -343,7 +361,7 @@ impl CudaBackend {
             cpu: CpuBackend::new(),
             resident: DeviceLock::new(ResidentSet::new(resident_budget)),
             pce: DeviceLock::new(None),
-            lock: DeviceLock::new(()).with_urgent_grace(URGENT_GRACE),
+            lock: DeviceLock::new(()).with_urgent_grace(urgent_grace),
             staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
             msm_piece: usize::MAX,
@@ -409,10 +427,13 @@ impl CudaBackend {
     /// says (an upload or a kernel stopped half-way), so the bases and matrices are forgotten
     /// and uploaded again on next use; the device keeps serving.
     fn device(&self) -> DeviceGuard<'_, ()> {
-        self.lock.lock_or_reset(|_| {
+        let asked = Instant::now();
+        let guard = self.lock.lock_or_reset(|_| {
             self.resident_cache().clear();
             *self.pce_slot() = None;
-        })
+        });
+        record_wait(Priority::current(), asked.elapsed().as_secs_f64());
+        guard
     }
 
     /// The resident bases, emptied when a holder panicked mid-update.
@@ -951,7 +972,7 @@ mod tests {
     /// The backend on device 0 with `budget`, or `None` after saying in the test output that
     /// `test` was SKIPPED and why (no device, or no CUDA build).
     fn backend_or_skipped(test: &str, budget: Option<u64>) -> Option<CudaBackend> {
-        CudaBackend::new(0, budget).map_err(|e| writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {e} ***")).ok()
+        CudaBackend::new(0, budget, crate::GpuOptions::default().urgent_grace()).map_err(|e| writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {e} ***")).ok()
     }
 
     /// On a GPU, under a resident budget of one 2^16-point G1 section: a second section evicts
@@ -1006,6 +1027,43 @@ mod tests {
         let second_key = key(&b);
         let second = b.resident_cache().get(&second_key).expect("the bases are resident again");
         assert!(!Arc::ptr_eq(&first, &second), "what was resident when the panic hit must be uploaded again");
+    }
+
+    /// On a GPU: the device-lock waits of an MSM made at CRITICAL are counted under CRITICAL
+    /// and under nothing else, once taken they are gone, and a wait for a holder is counted
+    /// as at least the time it held the lock. Without a device it passes and says SKIPPED.
+    #[test]
+    fn device_lock_waits_are_counted_under_the_callers_priority() {
+        let Some(b) = backend_or_skipped("device_lock_waits_are_counted_under_the_callers_priority", None) else { return };
+        let n = RESIDENT_FROM;
+        let bases: Vec<G1Affine> = random_points(n, 5);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        drop(take_waits());
+        {
+            let _p = Priority::Critical.enter();
+            Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap();
+        }
+        let waits = take_waits();
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        assert_eq!(waits[0].0, Priority::Critical);
+        assert!(waits[0].1.acquisitions >= 1, "{waits:?}");
+        assert!(take_waits().is_empty(), "taken waits must be gone");
+        // A Normal call waiting while another thread holds the device for 200 ms.
+        let held = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _g = b.device();
+                held.wait();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            });
+            held.wait();
+            drop(b.device());
+        });
+        let waits = take_waits();
+        let normal = waits.iter().find(|(p, _)| *p == Priority::Normal).expect("normal waits").1;
+        assert_eq!(normal.acquisitions, 2, "{waits:?}");
+        assert!(normal.max_seconds >= 0.15 && normal.seconds >= normal.max_seconds, "{waits:?}");
     }
 
     /// On a GPU: with the device filled so that an NTT's buffer fits only once a resident

@@ -122,6 +122,9 @@ pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
     open_with(device, &GpuOptions::default())
 }
 
+/// The default urgent grace ([`GpuOptions::urgent_grace_ms`]), in milliseconds.
+pub const DEFAULT_URGENT_GRACE_MS: u32 = 25;
+
 /// How a CUDA backend uses its device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuOptions {
@@ -133,13 +136,42 @@ pub struct GpuOptions {
     /// that a more urgent job's calls wait for one piece rather than a whole 2^27-point MSM
     /// (`None`: one call per MSM).
     pub msm_piece_log2: Option<u32>,
+    /// How long, in milliseconds, the device stays reserved for an urgent job (WinningPoSt,
+    /// WindowPoSt) after each of its calls, so that its next call, after some host work, does
+    /// not queue behind a bulk partition's call (`cuzk_core::device_lock`'s urgent grace;
+    /// `None`: [`DEFAULT_URGENT_GRACE_MS`]). Longer holds more of an urgent job's calls
+    /// together under CPU contention, at the price of bulk calls idling the device meanwhile.
+    pub urgent_grace_ms: Option<u32>,
+}
+
+impl GpuOptions {
+    /// The urgent grace in force.
+    pub fn urgent_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.urgent_grace_ms.unwrap_or(DEFAULT_URGENT_GRACE_MS).into())
+    }
+}
+
+/// How long the threads of one priority waited for a device lock (see [`take_device_waits`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LockWaits {
+    /// Times the lock was taken.
+    pub acquisitions: u64,
+    /// Seconds spent waiting for it, all acquisitions together.
+    pub seconds: f64,
+    /// The longest single wait, in seconds.
+    pub max_seconds: f64,
+}
+
+impl LockWaits {
+    /// No acquisition yet.
+    pub const NONE: LockWaits = LockWaits { acquisitions: 0, seconds: 0.0, max_seconds: 0.0 };
 }
 
 /// [`open`] with `options`.
 pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>, GpuError> {
     #[cfg(feature = "cuda")]
     {
-        let mut b = cuda::CudaBackend::new(device, options.resident_budget)?;
+        let mut b = cuda::CudaBackend::new(device, options.resident_budget, options.urgent_grace())?;
         if let Some(k) = options.msm_piece_log2 {
             b = b.with_msm_piece(1usize.checked_shl(k).unwrap_or(usize::MAX));
         }
@@ -158,6 +190,21 @@ pub fn take_stage_log() -> Vec<(String, f64)> {
     #[cfg(feature = "cuda")]
     {
         cuda::take_log()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Vec::new()
+    }
+}
+
+/// How long device calls waited for their device's lock since the last take, by the priority
+/// of the job that waited (levels with no acquisition left out), taken and reset, for
+/// benchmarks: a WinningPoSt's lock waits under load are the time it lost to bulk calls.
+/// Always empty without CUDA.
+pub fn take_device_waits() -> Vec<(cuzk_core::priority::Priority, LockWaits)> {
+    #[cfg(feature = "cuda")]
+    {
+        cuda::take_waits()
     }
     #[cfg(not(feature = "cuda"))]
     {

@@ -34,7 +34,7 @@ fn cuda_backend_conformance_or_skipped() {
 /// short last piece) each run as several device calls: the same results as the CPU.
 #[test]
 fn cuda_backend_conformance_in_msm_pieces_or_skipped() {
-    match cuzk_gpu::open_with(0, &cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2: Some(16) }) {
+    match cuzk_gpu::open_with(0, &cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), ..Default::default() }) {
         Ok(b) => assert_passes(b.as_ref(), 11, Scale::Full),
         Err(e) => {
             say_skipped("cuda_backend_conformance_in_msm_pieces", &e);

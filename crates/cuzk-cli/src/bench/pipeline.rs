@@ -223,7 +223,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
 
     let (pce, _) = kinds().porep.shared_pce(rp)?;
     let static_rss = mark("after params + PCE load");
-    let devices = make_devices_with(a.backend, &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, msm_piece_log2: None })?;
+    let devices = make_devices_with(a.backend, &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, ..Default::default() })?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
     let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();

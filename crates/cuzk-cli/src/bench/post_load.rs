@@ -40,6 +40,8 @@ pub struct LoadOptions {
     /// The MSM piece the device was opened with (`cuzk_gpu::GpuOptions::msm_piece_log2`),
     /// recorded in the report.
     pub msm_piece_log2: Option<u32>,
+    /// The device's urgent grace (`cuzk_gpu::GpuOptions::urgent_grace_ms`), recorded.
+    pub urgent_grace_ms: u32,
     /// Verify the PoRep proofs (a synthetic C1's never verify).
     pub porep_verify: bool,
 }
@@ -54,6 +56,7 @@ pub struct PostLoadBench {
     pub urgent_threads: usize,
     /// The device's MSM piece (2^k points per call; `None`: one call per MSM).
     pub msm_piece_log2: Option<u32>,
+    pub urgent_grace_ms: u32,
     pub jobs: usize,
     pub provers_per_device: usize,
     pub idle_s: Vec<f64>,
@@ -63,7 +66,10 @@ pub struct PostLoadBench {
     pub loaded_p99_s: f64,
     pub loaded_max_s: f64,
     /// Per loaded request (in `loaded_s`'s order), seconds per engine stage (parse, witness,
-    /// mat-vec, prove — device waits included —, finalize, and `waiting` between stages).
+    /// mat-vec, prove — device waits included —, finalize, and `waiting` between stages),
+    /// plus `prove.device_wait`: the part of them its device calls spent waiting for the
+    /// device lock (while bulk calls held it), and `prove.device_wait_max`, the longest
+    /// single wait, with `prove.device_calls` the number of acquisitions (CUDA only).
     pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
     /// The median of each stage over the loaded requests.
     pub loaded_stage_median_s: BTreeMap<String, f64>,
@@ -94,6 +100,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     let post = Arc::new(post);
     // One WinningPoSt: its seconds, and its seconds per engine stage.
     let winning = || -> Result<(f64, BTreeMap<String, f64>)> {
+        drop(cuzk_gpu::take_device_waits());
         let t = Instant::now();
         let job = kinds().post.job(post.clone(), JobOptions { randomness: None, verify: true });
         let ticket = engine.submit_at(job, Priority::Critical)?;
@@ -102,7 +109,14 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         let total_s = t.elapsed().as_secs_f64();
         out.result.map_err(|e| anyhow!("WinningPoSt: {}", e.chain()))?;
         anyhow::ensure!(out.verified, "the engine returned an unverified WinningPoSt proof");
-        Ok((total_s, stage_seconds(&engine.trace().events_of(id), total_s)))
+        let mut stages = stage_seconds(&engine.trace().events_of(id), total_s);
+        // Only this WinningPoSt works at CRITICAL, so those waits are its own.
+        if let Some((_, w)) = cuzk_gpu::take_device_waits().into_iter().find(|(p, _)| *p == Priority::Critical) {
+            stages.insert("prove.device_wait".into(), w.seconds);
+            stages.insert("prove.device_wait_max".into(), w.max_seconds);
+            stages.insert("prove.device_calls".into(), w.acquisitions as f64);
+        }
+        Ok((total_s, stages))
     };
     let sector = || -> Result<Ticket> {
         let opts = JobOptions { randomness: None, verify: o.porep_verify };
@@ -144,6 +158,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         urgent_lane: o.urgent_lane,
         urgent_threads: o.urgent_threads,
         msm_piece_log2: o.msm_piece_log2,
+        urgent_grace_ms: o.urgent_grace_ms,
         jobs: o.jobs,
         provers_per_device: o.provers_per_device,
         idle_p50_s: quantile(&idle_s, 0.5),

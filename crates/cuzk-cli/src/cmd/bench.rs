@@ -113,6 +113,10 @@ pub struct PostLoadArgs {
     /// over resident bases (0: one call per MSM).
     #[arg(long, value_name = "K", value_delimiter = ',', default_value = "0")]
     msm_piece_log2: Vec<u32>,
+    /// Urgent graces to measure, each in turn (for each MSM piece): milliseconds the device
+    /// stays reserved for the WinningPoSt after each of its calls.
+    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "25")]
+    urgent_grace_ms: Vec<u32>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
     porep_no_verify: bool,
@@ -138,8 +142,9 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
         OnOff::On => a.urgent_threads.iter().map(|t| (true, *t)).collect::<Vec<_>>(),
         OnOff::Off => vec![(false, 0)],
     });
-    let settings = lanes.flat_map(|lane| a.msm_piece_log2.iter().map(move |k| (lane, Some(*k).filter(|k| *k > 0))));
-    for ((urgent_lane, urgent_threads), msm_piece_log2) in settings {
+    let pieces = a.msm_piece_log2.iter().flat_map(|k| a.urgent_grace_ms.iter().map(move |g| (Some(*k).filter(|k| *k > 0), *g)));
+    let settings = lanes.flat_map(|lane| pieces.clone().map(move |p| (lane, p)));
+    for ((urgent_lane, urgent_threads), (msm_piece_log2, urgent_grace_ms)) in settings {
         let o = LoadOptions {
             requests: a.requests,
             idle_requests: a.idle_requests,
@@ -150,19 +155,21 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             urgent_lane,
             urgent_threads,
             msm_piece_log2,
+            urgent_grace_ms,
             porep_verify: !a.porep_no_verify,
         };
-        let gpu = cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2 };
+        let gpu = cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2, urgent_grace_ms: Some(urgent_grace_ms) };
         let device = crate::args::make_devices_with(a.backend, &gpu)?.into_iter().next().context("no device")?;
         let r = run(post.clone(), porep.clone(), device, &o)?;
         println!(
-            "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM pieces {}): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
+            "{} under {} sectors on {} (urgent lane {}, {} reserved threads, MSM pieces {}, urgent grace {} ms): idle p50 {:.3} s; loaded p50 {:.3} s, p99 {:.3} s, max {:.3} s over {} requests; PoRep sector every {:?} s",
             r.registered_proof,
             r.porep_c1,
             r.backend,
             on_off(r.urgent_lane),
             r.urgent_threads,
             r.msm_piece_log2.map_or("off".to_string(), |k| format!("of 2^{k} points")),
+            r.urgent_grace_ms,
             r.idle_p50_s,
             r.loaded_p50_s,
             r.loaded_p99_s,
@@ -528,7 +535,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         msm,
         json,
     } = a;
-    let backend = crate::args::make_backend_with(backend, &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2 })?;
+    let backend = crate::args::make_backend_with(backend, &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, urgent_grace_ms: None })?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm };

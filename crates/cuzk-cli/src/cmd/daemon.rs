@@ -49,7 +49,11 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         print!("{}", cfg.render());
         return Ok(ExitCode::SUCCESS);
     }
-    let gpu = cuzk_gpu::GpuOptions { resident_budget: cfg.device_budget_bytes(), msm_piece_log2: cfg.msm_piece_log2() };
+    let gpu = cuzk_gpu::GpuOptions {
+        resident_budget: cfg.device_budget_bytes(),
+        msm_piece_log2: cfg.msm_piece_log2(),
+        urgent_grace_ms: Some(cfg.engine.urgent_grace_ms),
+    };
     let devices = make_devices_with(backend_of(&cfg.engine.backend)?, &gpu)?;
     let rt = runtime()?;
     let clean = rt.block_on(async {
