@@ -320,6 +320,26 @@ fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
     dst.par_chunks_mut(B).zip(src.par_chunks(B)).for_each(|(d, s)| d.copy_from_slice(s));
 }
 
+/// `first` (a device call's result), or, while it and each retry fail out of device memory and
+/// `cache` holds a section no call uses, the result of `retry` after dropping the least
+/// recently used such section.
+fn evict_while_out_of_memory(
+    cache: &mut ResidentSet<Resident>,
+    what: &'static str,
+    first: Result<(), GpuError>,
+    mut retry: impl FnMut() -> Result<(), GpuError>,
+) -> Result<(), GpuError> {
+    let mut result = first;
+    while let Err(e) = &result {
+        if !out_of_memory(e) || !cache.evict_lru() {
+            break;
+        }
+        tracing::warn!(error = %e, what, left = cache.report().sections, "device out of memory; evicted the least recently used resident bases, retrying");
+        result = retry();
+    }
+    result
+}
+
 /// The CUDA backend on one device.
 pub struct CudaBackend {
     dev: i32,
@@ -389,16 +409,13 @@ impl CudaBackend {
         let mut result = call(what, &mut f);
         if matches!(&result, Err(e) if out_of_memory(e)) {
             let mut cache = self.resident_cache();
-            while let Err(e) = &result {
-                if !out_of_memory(e) || !cache.evict_lru() {
-                    break;
+            result = evict_while_out_of_memory(&mut cache, what, result, || call(what, &mut f)).map_err(|e| {
+                if out_of_memory(&e) {
+                    with_budget_hint(e, cache.report().bytes)
+                } else {
+                    e
                 }
-                tracing::warn!(error = %e, what, "device out of memory; evicted the least recently used resident bases, retrying");
-                result = call(what, &mut f);
-            }
-            if let Err(e) = result {
-                return Err(if out_of_memory(&e) { with_budget_hint(e, cache.report().bytes) } else { e });
-            }
+            });
         }
         result.map(|()| t.elapsed().as_secs_f64())
     }
@@ -474,16 +491,8 @@ impl CudaBackend {
                 P::upload(self.dev, bases.as_ptr() as *const P::Raw, key.len, &mut handle, m, c)
             })
         };
-        // Out of device memory, perhaps: drop unused copies, oldest first, until it fits.
-        let mut result = attempt();
-        while let Err(e) = &result {
-            if !cache.evict_lru() {
-                break;
-            }
-            tracing::warn!(error = %e, left = cache.report().sections, "upload failed; evicted the least recently used bases, retrying");
-            result = attempt();
-        }
-        result.map_err(dev_err)?;
+        let first = attempt();
+        evict_while_out_of_memory(&mut cache, "upload bases", first, attempt).map_err(dev_err)?;
         let secs = t.elapsed().as_secs_f64();
         log(format!("upload {} bases ({})", P::NAME, key.len), secs);
         tracing::debug!(curve = P::NAME, len = key.len, bytes, secs, "bases resident");
@@ -972,7 +981,9 @@ mod tests {
     /// The backend on device 0 with `budget`, or `None` after saying in the test output that
     /// `test` was SKIPPED and why (no device, or no CUDA build).
     fn backend_or_skipped(test: &str, budget: Option<u64>) -> Option<CudaBackend> {
-        CudaBackend::new(0, budget, crate::GpuOptions::default().urgent_grace()).map_err(|e| writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {e} ***")).ok()
+        CudaBackend::new(0, budget, crate::GpuOptions::default().urgent_grace())
+            .map_err(|e| writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {e} ***"))
+            .ok()
     }
 
     /// On a GPU, under a resident budget of one 2^16-point G1 section: a second section evicts

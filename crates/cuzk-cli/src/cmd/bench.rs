@@ -535,7 +535,10 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         msm,
         json,
     } = a;
-    let backend = crate::args::make_backend_with(backend, &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, urgent_grace_ms: None })?;
+    let backend = crate::args::make_backend_with(
+        backend,
+        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, urgent_grace_ms: None },
+    )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm };
