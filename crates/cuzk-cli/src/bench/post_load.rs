@@ -73,6 +73,9 @@ pub struct PostLoadBench {
     pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
     /// The median of each stage over the loaded requests.
     pub loaded_stage_median_s: BTreeMap<String, f64>,
+    /// The device's resident SRS sections after both warm-ups (WinningPoSt and PoRep bases
+    /// together; the matrices not counted).
+    pub resident_after_warmup: cuzk_core::backend::ResidentReport,
     /// Time between successive PoRep sector completions while loaded requests ran (two
     /// sectors kept in the engine): the sector throughput under WinningPoSt interference.
     pub porep_sector_s: Vec<f64>,
@@ -89,6 +92,7 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
 /// Runs the benchmark on `device`.
 pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOptions) -> Result<PostLoadBench> {
     let backend = device.backend.name().to_string();
+    let resident = device.backend.clone();
     let mut cfg = Config::cpu(o.jobs, o.budget_bytes);
     cfg.devices = vec![device];
     cfg.provers_per_device = o.provers_per_device.max(1);
@@ -126,6 +130,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     tracing::info!("warm-up: one WinningPoSt and one PoRep sector");
     winning().context("warm-up")?;
     finished(sector()?).context("warm-up")?;
+    let resident_after_warmup = resident.resident_report();
     let idle_s = (0..o.idle_requests.max(1)).map(|_| winning().map(|(s, _)| s)).collect::<Result<Vec<_>>>()?;
     tracing::info!(idle_p50_s = quantile(&idle_s, 0.5), "idle latency measured; loading the engine");
 
@@ -169,6 +174,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_s,
         loaded_stage_median_s: stage_medians(&loaded_stages_s),
         loaded_stages_s,
+        resident_after_warmup,
         porep_sector_s,
     })
 }

@@ -180,6 +180,13 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
         let rounded =
             |m: &std::collections::BTreeMap<String, f64>| m.iter().map(|(k, v)| format!("{k} {v:.3}")).collect::<Vec<_>>().join(", ");
         println!("  loaded median per stage: {}", rounded(&r.loaded_stage_median_s));
+        let res = &r.resident_after_warmup;
+        println!(
+            "  device resident after the warm-ups (WinningPoSt + PoRep SRS): {} sections, {:.2} GiB, {} evicted",
+            res.sections,
+            res.bytes as f64 / (1u64 << 30) as f64,
+            res.evictions
+        );
         if let Some(i) = (0..r.loaded_s.len()).max_by(|&a, &b| r.loaded_s[a].total_cmp(&r.loaded_s[b])) {
             println!("  slowest loaded request ({:.3} s): {}", r.loaded_s[i], rounded(&r.loaded_stages_s[i]));
         }

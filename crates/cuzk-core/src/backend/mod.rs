@@ -225,7 +225,7 @@ pub trait Ntt: Send + Sync {
 }
 
 /// A device backend's resident copies (SRS sections, matrices) at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ResidentReport {
     /// Sections resident now.
     pub sections: usize,
