@@ -63,6 +63,13 @@ fn record_wait(priority: Priority, waited: f64) {
     w.max_seconds = w.max_seconds.max(waited);
 }
 
+fn record_hold(priority: Priority, held: f64) {
+    let mut all = WAITS.lock();
+    let w = &mut all[priority.level() as usize];
+    w.held_seconds += held;
+    w.max_held_seconds = w.max_held_seconds.max(held);
+}
+
 fn log(stage: impl Into<String>, seconds: f64) {
     let mut l = LOG.lock();
     if l.len() >= LOG_CAP {
@@ -417,7 +424,9 @@ impl CudaBackend {
                 }
             });
         }
-        result.map(|()| t.elapsed().as_secs_f64())
+        let held = t.elapsed().as_secs_f64();
+        record_hold(Priority::current(), held);
+        result.map(|()| held)
     }
 
     /// `Σ` over `n` points of one resident MSM, in pieces of at most `msm_piece` points:
@@ -1075,6 +1084,8 @@ mod tests {
         let normal = waits.iter().find(|(p, _)| *p == Priority::Normal).expect("normal waits").1;
         assert_eq!(normal.acquisitions, 2, "{waits:?}");
         assert!(normal.max_seconds >= 0.15 && normal.seconds >= normal.max_seconds, "{waits:?}");
+        // Holds are counted for device calls: the CRITICAL MSM above held the device a while.
+        assert!(waits.iter().all(|(p, w)| *p != Priority::Critical || w.held_seconds > 0.0), "{waits:?}");
     }
 
     /// On a GPU: with the device filled so that an NTT's buffer fits only once a resident

@@ -160,11 +160,27 @@ pub struct LockWaits {
     pub seconds: f64,
     /// The longest single wait, in seconds.
     pub max_seconds: f64,
+    /// Seconds the device calls of this priority held the lock, all together.
+    pub held_seconds: f64,
+    /// The longest single device call of this priority, lock held, in seconds: what a more
+    /// urgent call arriving during it may have to wait.
+    pub max_held_seconds: f64,
 }
 
 impl LockWaits {
     /// No acquisition yet.
-    pub const NONE: LockWaits = LockWaits { acquisitions: 0, seconds: 0.0, max_seconds: 0.0 };
+    pub const NONE: LockWaits = LockWaits { acquisitions: 0, seconds: 0.0, max_seconds: 0.0, held_seconds: 0.0, max_held_seconds: 0.0 };
+
+    /// Both records as one (counts and seconds added, maxima kept).
+    pub fn merged(self, other: LockWaits) -> LockWaits {
+        LockWaits {
+            acquisitions: self.acquisitions + other.acquisitions,
+            seconds: self.seconds + other.seconds,
+            max_seconds: self.max_seconds.max(other.max_seconds),
+            held_seconds: self.held_seconds + other.held_seconds,
+            max_held_seconds: self.max_held_seconds.max(other.max_held_seconds),
+        }
+    }
 }
 
 /// [`open`] with `options`.

@@ -68,14 +68,19 @@ pub struct PostLoadBench {
     /// Per loaded request (in `loaded_s`'s order), seconds per engine stage (parse, witness,
     /// mat-vec, prove — device waits included —, finalize, and `waiting` between stages),
     /// plus `prove.device_wait`: the part of them its device calls spent waiting for the
-    /// device lock (while bulk calls held it), and `prove.device_wait_max`, the longest
-    /// single wait, with `prove.device_calls` the number of acquisitions (CUDA only).
+    /// device lock (while bulk calls held it), `prove.device_wait_max`, the longest single
+    /// wait, `prove.device_calls` the number of acquisitions and `prove.device_held` the
+    /// seconds its calls held the device (CUDA only).
     pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
     /// The median of each stage over the loaded requests.
     pub loaded_stage_median_s: BTreeMap<String, f64>,
     /// The device's resident SRS sections after both warm-ups (WinningPoSt and PoRep bases
     /// together; the matrices not counted).
     pub resident_after_warmup: cuzk_core::backend::ResidentReport,
+    /// The PoRep (NORMAL) device calls' record over the loaded phase: their number, lock
+    /// waits and holds — `max_held_seconds` is the longest bulk call a WinningPoSt could have
+    /// arrived during (CUDA only; zeros elsewhere).
+    pub bulk_calls: cuzk_gpu::LockWaits,
     /// Time between successive PoRep sector completions while loaded requests ran (two
     /// sectors kept in the engine): the sector throughput under WinningPoSt interference.
     pub porep_sector_s: Vec<f64>,
@@ -103,8 +108,16 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     let engine = Engine::start(cfg)?;
     let post = Arc::new(post);
     // One WinningPoSt: its seconds, and its seconds per engine stage.
+    // The bulk (NORMAL) device calls' lock record over the loaded phase, gathered around each
+    // WinningPoSt (taking the record resets it).
+    let bulk = std::cell::Cell::new(cuzk_gpu::LockWaits::NONE);
+    let add_bulk = |taken: Vec<(Priority, cuzk_gpu::LockWaits)>| {
+        for (_, w) in taken.into_iter().filter(|(p, _)| *p == Priority::Normal) {
+            bulk.set(bulk.get().merged(w));
+        }
+    };
     let winning = || -> Result<(f64, BTreeMap<String, f64>)> {
-        drop(cuzk_gpu::take_device_waits());
+        add_bulk(cuzk_gpu::take_device_waits());
         let t = Instant::now();
         let job = kinds().post.job(post.clone(), JobOptions { randomness: None, verify: true });
         let ticket = engine.submit_at(job, Priority::Critical)?;
@@ -115,11 +128,14 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         anyhow::ensure!(out.verified, "the engine returned an unverified WinningPoSt proof");
         let mut stages = stage_seconds(&engine.trace().events_of(id), total_s);
         // Only this WinningPoSt works at CRITICAL, so those waits are its own.
-        if let Some((_, w)) = cuzk_gpu::take_device_waits().into_iter().find(|(p, _)| *p == Priority::Critical) {
+        let waits = cuzk_gpu::take_device_waits();
+        if let Some((_, w)) = waits.iter().find(|(p, _)| *p == Priority::Critical) {
             stages.insert("prove.device_wait".into(), w.seconds);
             stages.insert("prove.device_wait_max".into(), w.max_seconds);
             stages.insert("prove.device_calls".into(), w.acquisitions as f64);
+            stages.insert("prove.device_held".into(), w.held_seconds);
         }
+        add_bulk(waits);
         Ok((total_s, stages))
     };
     let sector = || -> Result<Ticket> {
@@ -137,6 +153,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     // Two sectors in the engine at all times, so the device never waits for a sector's parse.
     let (mut loaded_s, mut loaded_stages_s, mut porep_sector_s) = (Vec::new(), Vec::new(), Vec::new());
     let mut in_engine: VecDeque<Ticket> = (0..2).map(|_| sector()).collect::<Result<_>>()?;
+    bulk.set(cuzk_gpu::LockWaits::NONE);
     let mut last_done = Instant::now();
     while loaded_s.len() < o.requests {
         std::thread::sleep(o.interval);
@@ -152,6 +169,8 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_s.push(seconds);
         loaded_stages_s.push(stages);
     }
+    add_bulk(cuzk_gpu::take_device_waits());
+    let bulk_calls = bulk.get();
     for t in in_engine {
         finished(t)?;
     }
@@ -175,6 +194,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_stage_median_s: stage_medians(&loaded_stages_s),
         loaded_stages_s,
         resident_after_warmup,
+        bulk_calls,
         porep_sector_s,
     })
 }
