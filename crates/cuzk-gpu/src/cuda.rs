@@ -23,7 +23,7 @@ use group::Group;
 
 use crate::ffi::{self, Handle};
 use crate::lock::{DeviceGuard, DeviceLock};
-use crate::residency::{ResidentSet, SectionKey};
+use crate::residency::{RecentSlots, ResidentSet, SectionKey};
 use crate::{DeviceInfo, GpuError, LockWaits};
 use cuzk_core::priority::Priority;
 
@@ -31,6 +31,11 @@ use cuzk_core::priority::Priority;
 const CPU_BELOW: usize = 1 << 10;
 /// From this many points on, bases are kept resident (below, they travel with each call).
 const RESIDENT_FROM: usize = 1 << 16;
+/// Circuits whose matrices stay resident at once (PoRep or SnapDeals, WindowPoSt,
+/// WinningPoSt): a WinningPoSt between two PoRep partitions used to replace PoRep's 5.5 GiB of
+/// matrices, which the next partition then uploaded again while the following WinningPoSt
+/// waited for it (the 2–3 s tail of `bench post-load` on the H100, 2026-12-06).
+const PCE_SLOTS: usize = 3;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -229,7 +234,6 @@ impl Drop for Resident {
 /// A circuit's matrices resident on the device, freed on drop; keyed by the host arrays'
 /// addresses and lengths and a sample of their contents.
 struct ResidentPce {
-    key: Vec<u64>,
     handle: Handle,
 }
 
@@ -328,20 +332,20 @@ fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
 }
 
 /// `first` (a device call's result), or, while it and each retry fail out of device memory and
-/// `cache` holds a section no call uses, the result of `retry` after dropping the least
-/// recently used such section.
+/// `evict` drops something resident that no call uses (it says whether it did), the result of
+/// `retry` after each drop.
 fn evict_while_out_of_memory(
-    cache: &mut ResidentSet<Resident>,
+    evict: &mut dyn FnMut() -> bool,
     what: &'static str,
     first: Result<(), GpuError>,
     mut retry: impl FnMut() -> Result<(), GpuError>,
 ) -> Result<(), GpuError> {
     let mut result = first;
     while let Err(e) = &result {
-        if !out_of_memory(e) || !cache.evict_lru() {
+        if !out_of_memory(e) || !evict() {
             break;
         }
-        tracing::warn!(error = %e, what, left = cache.report().sections, "device out of memory; evicted the least recently used resident bases, retrying");
+        tracing::warn!(error = %e, what, "device out of memory; evicted the least recently used resident copy no call holds, retrying");
         result = retry();
     }
     result
@@ -354,8 +358,8 @@ pub struct CudaBackend {
     cpu: CpuBackend,
     /// The resident SRS sections, under the resident budget (least recently used dropped first).
     resident: DeviceLock<ResidentSet<Resident>>,
-    /// The matrices of the last circuit evaluated on the device.
-    pce: DeviceLock<Option<Arc<ResidentPce>>>,
+    /// The matrices of the last [`PCE_SLOTS`] circuits evaluated on the device.
+    pce: DeviceLock<RecentSlots<Vec<u64>, ResidentPce>>,
     /// Serialises device calls, the most urgent waiting job's first (see
     /// `cuzk_core::device_lock`); a panic under it makes the next holder forget the resident
     /// bases and matrices ([`CudaBackend::device`]).
@@ -387,7 +391,7 @@ impl CudaBackend {
             name: format!("cuda:{device} {}", info.name),
             cpu: CpuBackend::new(),
             resident: DeviceLock::new(ResidentSet::new(resident_budget)),
-            pce: DeviceLock::new(None),
+            pce: DeviceLock::new(RecentSlots::new(PCE_SLOTS)),
             lock: DeviceLock::new(()).with_urgent_grace(urgent_grace),
             staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
@@ -404,10 +408,11 @@ impl CudaBackend {
     }
 
     /// One device call under the device lock; its seconds from the lock's acquisition (device
-    /// time, not waiting). Out of device memory, it drops resident bases that no call holds,
-    /// least recently used first, retrying after each, until the call runs or nothing is left
-    /// to drop: a section is uploaded again when next needed, a failed proof is lost. It keeps
-    /// the device lock and the resident set's lock from the failure to the last retry, so no
+    /// time, not waiting). Out of device memory, it drops other circuits' matrices, then
+    /// resident bases, that no call holds, least recently used first, retrying after each,
+    /// until the call runs or nothing is left to drop: a copy is uploaded again when next
+    /// needed, a failed proof is lost. It keeps the device lock and the resident locks from
+    /// the failure to the last retry, so no
     /// other call or upload takes the freed room in between (an MSM thread waiting for the
     /// device used to upload again what had just been dropped).
     fn device_call(&self, what: &'static str, mut f: impl FnMut(*mut u8, usize) -> i32) -> Result<f64, GpuError> {
@@ -415,14 +420,12 @@ impl CudaBackend {
         let t = Instant::now();
         let mut result = call(what, &mut f);
         if matches!(&result, Err(e) if out_of_memory(e)) {
-            let mut cache = self.resident_cache();
-            result = evict_while_out_of_memory(&mut cache, what, result, || call(what, &mut f)).map_err(|e| {
-                if out_of_memory(&e) {
-                    with_budget_hint(e, cache.report().bytes)
-                } else {
-                    e
-                }
-            });
+            let (mut pce, mut cache) = (self.pce_slots(), self.resident_cache());
+            let mut evict = || pce.evict_lru_unheld() || cache.evict_lru();
+            result = evict_while_out_of_memory(&mut evict, what, result, || call(what, &mut f));
+            if let Err(e) = result {
+                result = Err(if out_of_memory(&e) { with_budget_hint(e, cache.report().bytes) } else { e });
+            }
         }
         let held = t.elapsed().as_secs_f64();
         record_hold(Priority::current(), held);
@@ -456,7 +459,7 @@ impl CudaBackend {
         let asked = Instant::now();
         let guard = self.lock.lock_or_reset(|_| {
             self.resident_cache().clear();
-            *self.pce_slot() = None;
+            self.pce_slots().clear();
         });
         record_wait(Priority::current(), asked.elapsed().as_secs_f64());
         guard
@@ -467,9 +470,10 @@ impl CudaBackend {
         self.resident.lock_or_reset(|cache| cache.clear())
     }
 
-    /// The resident matrices, forgotten when a holder panicked mid-upload.
-    fn pce_slot(&self) -> DeviceGuard<'_, Option<Arc<ResidentPce>>> {
-        self.pce.lock_or_reset(|slot| *slot = None)
+    /// The resident matrices, forgotten when a holder panicked mid-upload. Lock order: the
+    /// device lock, then this, then the resident bases.
+    fn pce_slots(&self) -> DeviceGuard<'_, RecentSlots<Vec<u64>, ResidentPce>> {
+        self.pce.lock_or_reset(|slots| slots.clear())
     }
 
     /// The resident copy of `bases`, uploading it on first use; `None` when the resident
@@ -501,7 +505,7 @@ impl CudaBackend {
             })
         };
         let first = attempt();
-        evict_while_out_of_memory(&mut cache, "upload bases", first, attempt).map_err(dev_err)?;
+        evict_while_out_of_memory(&mut || cache.evict_lru(), "upload bases", first, attempt).map_err(dev_err)?;
         let secs = t.elapsed().as_secs_f64();
         log(format!("upload {} bases ({})", P::NAME, key.len), secs);
         tracing::debug!(curve = P::NAME, len = key.len, bytes, secs, "bases resident");
@@ -681,11 +685,10 @@ impl CudaBackend {
     /// first use; a new circuit topology replaces the old one.
     fn resident_pce(&self, m: &Matrices) -> BackendResult<Arc<ResidentPce>> {
         let key = pce_key(m);
-        let mut slot = self.pce_slot();
-        if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
-            return Ok(r.clone());
+        let mut slots = self.pce_slots();
+        if let Some(r) = slots.get(&key) {
+            return Ok(r);
         }
-        *slot = None;
         m.check_indices()?;
         let t = Instant::now();
         let host = [&m.a, &m.b, &m.c].map(|x| ffi::CsrHost {
@@ -714,14 +717,15 @@ impl CudaBackend {
             })
         };
         if let Err(e) = attempt() {
-            tracing::warn!(error = %e, "matrix upload failed; evicting resident bases and retrying");
+            tracing::warn!(error = %e, "matrix upload failed; evicting other circuits' matrices and resident bases, retrying");
+            slots.clear();
             self.resident_cache().clear();
             attempt().map_err(dev_err)?;
         }
         let nnz = m.a.cols.len() + m.b.cols.len() + m.c.cols.len();
         log(format!("upload matrices ({} rows, {nnz} non-zeros)", m.rows()), t.elapsed().as_secs_f64());
-        let r = Arc::new(ResidentPce { key, handle });
-        *slot = Some(r.clone());
+        let r = Arc::new(ResidentPce { handle });
+        slots.insert(key, r.clone());
         Ok(r)
     }
 
@@ -1102,6 +1106,10 @@ mod tests {
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap());
         assert_eq!(b.resident_report().sections, 1);
+        let data: Vec<Scalar> = (0..1usize << 21).map(|_| Scalar::random(&mut rng)).collect();
+        // One NTT first: sppark makes its per-device NTT tables at the first NTT (on the
+        // device, 2026-12-06, they did not fit the room left below and the test failed there).
+        Ntt::ntt(&b, &mut data.clone(), NttKind::Forward).unwrap();
         // Leave 16 MiB free: a 2^21-value NTT (64 MiB) fails until the 96 MiB section goes.
         let mut free = 0usize;
         call("free bytes", |m, c| unsafe { ffi::cuzk_device_free_bytes(b.dev, &mut free, m, c) }).unwrap();
@@ -1109,7 +1117,6 @@ mod tests {
         let hog_bytes = free.saturating_sub(16 << 20);
         call("hog", |m, c| unsafe { ffi::cuzk_device_alloc(b.dev, hog_bytes, &mut hog, m, c) }).unwrap();
         let hog = DeviceBuf(b.dev, hog);
-        let data: Vec<Scalar> = (0..1usize << 21).map(|_| Scalar::random(&mut rng)).collect();
         let (mut ours, mut cpu) = (data.clone(), data);
         let r = Ntt::ntt(&b, &mut ours, NttKind::Forward);
         drop(hog);

@@ -1,9 +1,13 @@
-//! Which SRS sections stay in device memory: a set of resident copies under a byte budget,
-//! least recently used dropped first when a new one needs the room. A copy a running call
-//! still holds (its `Arc` is shared) is never chosen, so eviction cannot free memory under a
-//! kernel; a section larger than the whole budget is refused, and the caller streams its bases
-//! with each call instead. The set knows keys, sizes and use order — not CUDA — so the policy
-//! is tested without a device; the CUDA backend keeps its device handles in it.
+//! Which SRS sections and circuit matrices stay in device memory. [`ResidentSet`]: resident
+//! copies of SRS sections under a byte budget, least recently used dropped first when a new
+//! one needs the room. A copy a running call still holds (its `Arc` is shared) is never
+//! chosen, so eviction cannot free memory under a kernel; a section larger than the whole
+//! budget is refused, and the caller streams its bases with each call instead.
+//! [`RecentSlots`]: the matrices of the last few circuits, so that circuits proved in turn on
+//! one device (PoRep partitions with a WinningPoSt between them) each find theirs resident
+//! instead of uploading gigabytes again at every switch. Both know keys, sizes and use order —
+//! not CUDA — so the policies are tested without a device; the CUDA backend keeps its device
+//! handles in them.
 
 use std::sync::Arc;
 
@@ -150,6 +154,66 @@ impl<T> ResidentSet<T> {
     }
 }
 
+/// The values of the last `capacity` keys used, most recent last: a new key beyond the
+/// capacity drops the least recently used value (a running call holding its `Arc` keeps it
+/// alive until it finishes; nothing else does).
+pub struct RecentSlots<K, T> {
+    capacity: usize,
+    entries: Vec<(K, Arc<T>)>,
+}
+
+impl<K: PartialEq, T> RecentSlots<K, T> {
+    /// Empty, keeping at most `capacity` values (at least 1).
+    pub const fn new(capacity: usize) -> Self {
+        RecentSlots { capacity: if capacity == 0 { 1 } else { capacity }, entries: Vec::new() }
+    }
+
+    /// The value of `key`, now the most recently used; `None` if absent.
+    pub fn get(&mut self, key: &K) -> Option<Arc<T>> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        let entry = self.entries.remove(i);
+        let value = entry.1.clone();
+        self.entries.push(entry);
+        Some(value)
+    }
+
+    /// Adds `value` under `key` (replacing a value of the same key) as the most recently used,
+    /// dropping the least recently used values beyond the capacity; returns how many it dropped.
+    pub fn insert(&mut self, key: K, value: Arc<T>) -> usize {
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.push((key, value));
+        let over = self.entries.len().saturating_sub(self.capacity);
+        self.entries.drain(..over);
+        over
+    }
+
+    /// Drops the least recently used value no running call holds; `false` if there is none.
+    pub fn evict_lru_unheld(&mut self) -> bool {
+        match self.entries.iter().position(|(_, v)| Arc::strong_count(v) == 1) {
+            Some(i) => {
+                self.entries.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every value (those running calls hold live on until they finish).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// How many values it keeps now.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it keeps none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +296,29 @@ mod tests {
         assert!(set.get(&other).is_none(), "other contents at the same address are not a hit");
         set.remove_stale(1, 5);
         assert_eq!(set.report().sections, 0);
+    }
+
+    #[test]
+    fn recent_slots_keep_the_last_used_keys_and_evict_only_unheld_values() {
+        let mut slots: RecentSlots<u32, &str> = RecentSlots::new(2);
+        assert_eq!(slots.insert(1, Arc::new("porep")), 0);
+        assert_eq!(slots.insert(2, Arc::new("winning")), 0);
+        // PoRep used again: WinningPoSt becomes the least recently used, and goes first.
+        assert_eq!(slots.get(&1).as_deref(), Some(&"porep"));
+        assert_eq!(slots.insert(3, Arc::new("window")), 1);
+        assert!(slots.get(&2).is_none(), "the least recently used key was dropped");
+        assert_eq!((slots.get(&1).as_deref(), slots.get(&3).as_deref()), (Some(&"porep"), Some(&"window")));
+        // Same key again: replaced, not duplicated.
+        assert_eq!(slots.insert(3, Arc::new("window'")), 0);
+        assert_eq!((slots.len(), slots.get(&3).as_deref()), (2, Some(&"window'")));
+        // A held value is never the one evicted; once released it goes.
+        let held = slots.get(&1).unwrap();
+        assert!(slots.evict_lru_unheld(), "3 is unheld");
+        assert!(slots.get(&3).is_none() && slots.len() == 1);
+        assert!(!slots.evict_lru_unheld(), "1 is held by a running call");
+        drop(held);
+        assert!(slots.evict_lru_unheld());
+        assert!(slots.is_empty());
+        assert_eq!(RecentSlots::<u32, ()>::new(0).insert(1, Arc::new(())), 0, "capacity 0 keeps one");
     }
 }
