@@ -40,7 +40,7 @@
 # WindowPoSt partition on a 128 GiB host); PIECE: parts b and e run MSMs over resident bases
 # in pieces of 2^PIECE points (default: one call each); PIECES: the pieces part d measures in
 # turn (0 = one call; e.g. 0,25); GRACES: the urgent graces in ms part d measures for each
-# piece (25); BUDGET: part b's cap on the resident SRS (e.g. 48GiB, which
+# piece (150); BUDGET: part b's cap on the resident SRS (e.g. 48GiB, which
 # an 80 GB card needs for a 32 GiB WindowPoSt partition).
 # RUNS / CPU_RUNS: part a's 32 GiB WinningPoSt runs on cuda (20) and cpu (3).
 # Logs and JSON go to OUTDIR; parameters, PCE caches and requests to WORK.
@@ -120,7 +120,7 @@ t)
 d)
     step post-load timeout 590 "$BIN" bench post-load --post "$WORK/post32/winning.json" --c1 "$WORK/c1/c1.json" --porep-no-verify \
         --backend cuda -j 2 --budget-gib 60 --requests "${REQUESTS:-20}" --urgent-lane "${LANES:-on,off}" --urgent-threads "${THREADS:-4,0}" \
-        --msm-piece-log2 "${PIECES:-0}" --urgent-grace-ms "${GRACES:-25}" --json "$OUT/post-load.json"
+        --msm-piece-log2 "${PIECES:-0}" --urgent-grace-ms "${GRACES:-150}" --json "$OUT/post-load.json"
     ;;
 esac
 echo "== $(date -u +%T) done"

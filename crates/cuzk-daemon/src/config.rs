@@ -89,7 +89,7 @@ pub struct EngineSection {
     pub msm_piece_log2: u32,
     /// Milliseconds the GPU stays reserved for an urgent job after each of its device calls,
     /// so that its next call, after some host work, does not queue behind a bulk partition's
-    /// call (0..=1000; default 25). Longer keeps an urgent job's calls together when the
+    /// call (0..=1000; default 150). Longer keeps an urgent job's calls together when the
     /// host's cores are busy, at the price of the device idling that long after it.
     pub urgent_grace_ms: u32,
 }
@@ -109,7 +109,7 @@ impl Default for EngineSection {
             urgent_lane: "high".into(),
             urgent_threads: "auto".into(),
             msm_piece_log2: 0,
-            urgent_grace_ms: 25,
+            urgent_grace_ms: 150,
         }
     }
 }
@@ -675,8 +675,8 @@ mod tests {
         assert_eq!((piece("0"), piece("25")), (None, Some(25)));
         let e = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "5000".into())).unwrap_err().to_string();
         assert!(e.contains("urgent_grace_ms") && e.contains("5000"), "{e}");
-        let grace = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "150".into())).unwrap().engine.urgent_grace_ms;
-        assert_eq!(grace, 150);
+        let grace = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "60".into())).unwrap().engine.urgent_grace_ms;
+        assert_eq!(grace, 60);
     }
 
     #[test]

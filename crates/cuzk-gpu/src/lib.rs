@@ -123,7 +123,7 @@ pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
 }
 
 /// The default urgent grace ([`GpuOptions::urgent_grace_ms`]), in milliseconds.
-pub const DEFAULT_URGENT_GRACE_MS: u32 = 25;
+pub const DEFAULT_URGENT_GRACE_MS: u32 = 150;
 
 /// How a CUDA backend uses its device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -115,7 +115,7 @@ pub struct PostLoadArgs {
     msm_piece_log2: Vec<u32>,
     /// Urgent graces to measure, each in turn (for each MSM piece): milliseconds the device
     /// stays reserved for the WinningPoSt after each of its calls.
-    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "25")]
+    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "150")]
     urgent_grace_ms: Vec<u32>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
