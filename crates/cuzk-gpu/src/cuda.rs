@@ -24,7 +24,7 @@ use group::Group;
 use crate::ffi::{self, Handle};
 use crate::lock::{DeviceGuard, DeviceLock};
 use crate::residency::{RecentSlots, ResidentSet, SectionKey};
-use crate::{DeviceInfo, GpuError, LockWaits};
+use crate::{DeviceInfo, GpuError, LockWaits, WaitedFor};
 use cuzk_core::priority::Priority;
 
 /// Below this many points an MSM runs on the CPU.
@@ -47,12 +47,12 @@ const LOG_CAP: usize = 4096;
 
 static LOG: DeviceLock<Vec<(String, f64)>> = DeviceLock::new(Vec::new());
 
-/// The device-lock waits of every CUDA backend in this process, by the waiting thread's
-/// priority level ([`Priority::level`]), until taken.
-static WAITS: DeviceLock<[LockWaits; 4]> = DeviceLock::new([LockWaits::NONE; 4]);
+/// The waits and holds of every CUDA backend in this process, per lock ([`WaitedFor`] as
+/// index) and waiting thread's priority level ([`Priority::level`]), until taken.
+static WAITS: DeviceLock<[[LockWaits; 4]; 2]> = DeviceLock::new([[LockWaits::NONE; 4]; 2]);
 
-pub(crate) fn take_waits() -> Vec<(Priority, LockWaits)> {
-    let taken = std::mem::replace(&mut *WAITS.lock(), [LockWaits::NONE; 4]);
+pub(crate) fn take_waits(lock: WaitedFor) -> Vec<(Priority, LockWaits)> {
+    let taken = std::mem::replace(&mut WAITS.lock()[lock as usize], [LockWaits::NONE; 4]);
     [Priority::Low, Priority::Normal, Priority::High, Priority::Critical]
         .into_iter()
         .zip(taken)
@@ -60,17 +60,17 @@ pub(crate) fn take_waits() -> Vec<(Priority, LockWaits)> {
         .collect()
 }
 
-fn record_wait(priority: Priority, waited: f64) {
+fn record_wait(lock: WaitedFor, waited: f64) {
     let mut all = WAITS.lock();
-    let w = &mut all[priority.level() as usize];
+    let w = &mut all[lock as usize][Priority::current().level() as usize];
     w.acquisitions += 1;
     w.seconds += waited;
     w.max_seconds = w.max_seconds.max(waited);
 }
 
-fn record_hold(priority: Priority, held: f64) {
+fn record_hold(lock: WaitedFor, held: f64) {
     let mut all = WAITS.lock();
-    let w = &mut all[priority.level() as usize];
+    let w = &mut all[lock as usize][Priority::current().level() as usize];
     w.held_seconds += held;
     w.max_held_seconds = w.max_held_seconds.max(held);
 }
@@ -428,7 +428,7 @@ impl CudaBackend {
             }
         }
         let held = t.elapsed().as_secs_f64();
-        record_hold(Priority::current(), held);
+        record_hold(WaitedFor::Device, held);
         result.map(|()| held)
     }
 
@@ -461,7 +461,7 @@ impl CudaBackend {
             self.resident_cache().clear();
             self.pce_slots().clear();
         });
-        record_wait(Priority::current(), asked.elapsed().as_secs_f64());
+        record_wait(WaitedFor::Device, asked.elapsed().as_secs_f64());
         guard
     }
 
@@ -682,10 +682,20 @@ impl CudaBackend {
     }
 
     /// The matrices resident on the device, uploading them (after checking every index) on
-    /// first use; a new circuit topology replaces the old one.
+    /// first use; the least recently used of [`PCE_SLOTS`] circuits' goes when a new one
+    /// comes. Its waits for the matrices' lock, and how long it held it, are counted.
     fn resident_pce(&self, m: &Matrices) -> BackendResult<Arc<ResidentPce>> {
-        let key = pce_key(m);
+        let asked = Instant::now();
         let mut slots = self.pce_slots();
+        let got = Instant::now();
+        record_wait(WaitedFor::Matrices, (got - asked).as_secs_f64());
+        let r = self.resident_pce_locked(&mut slots, m);
+        record_hold(WaitedFor::Matrices, got.elapsed().as_secs_f64());
+        r
+    }
+
+    fn resident_pce_locked(&self, slots: &mut RecentSlots<Vec<u64>, ResidentPce>, m: &Matrices) -> BackendResult<Arc<ResidentPce>> {
+        let key = pce_key(m);
         if let Some(r) = slots.get(&key) {
             return Ok(r);
         }
@@ -1063,16 +1073,16 @@ mod tests {
         let bases: Vec<G1Affine> = random_points(n, 5);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-        drop(take_waits());
+        drop(take_waits(WaitedFor::Device));
         {
             let _p = Priority::Critical.enter();
             Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap();
         }
-        let waits = take_waits();
+        let waits = take_waits(WaitedFor::Device);
         assert_eq!(waits.len(), 1, "{waits:?}");
         assert_eq!(waits[0].0, Priority::Critical);
         assert!(waits[0].1.acquisitions >= 1, "{waits:?}");
-        assert!(take_waits().is_empty(), "taken waits must be gone");
+        assert!(take_waits(WaitedFor::Device).is_empty(), "taken waits must be gone");
         // A Normal call waiting while another thread holds the device for 200 ms.
         let held = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
@@ -1084,7 +1094,7 @@ mod tests {
             held.wait();
             drop(b.device());
         });
-        let waits = take_waits();
+        let waits = take_waits(WaitedFor::Device);
         let normal = waits.iter().find(|(p, _)| *p == Priority::Normal).expect("normal waits").1;
         assert_eq!(normal.acquisitions, 2, "{waits:?}");
         assert!(normal.max_seconds >= 0.15 && normal.seconds >= normal.max_seconds, "{waits:?}");

@@ -213,17 +213,28 @@ pub fn take_stage_log() -> Vec<(String, f64)> {
     }
 }
 
-/// How long device calls waited for their device's lock since the last take, by the priority
-/// of the job that waited (levels with no acquisition left out), taken and reset, for
-/// benchmarks: a WinningPoSt's lock waits under load are the time it lost to bulk calls.
-/// Always empty without CUDA.
-pub fn take_device_waits() -> Vec<(cuzk_core::priority::Priority, LockWaits)> {
+/// Which lock of a CUDA backend a record counts (see [`take_device_waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitedFor {
+    /// The device lock, taken once per device call (its holds are the calls' device time).
+    Device = 0,
+    /// The resident matrices' lock, taken once per device mat-vec (its holds include the
+    /// check and upload of a circuit's matrices when they were not resident).
+    Matrices = 1,
+}
+
+/// How long the CUDA backends' calls waited for `lock` since the last take, and held it, by the
+/// priority of the job that waited (levels with no acquisition left out), taken and reset, for
+/// benchmarks: a WinningPoSt's waits under load are the time it lost to bulk work. Always
+/// empty without CUDA.
+pub fn take_device_waits(lock: WaitedFor) -> Vec<(cuzk_core::priority::Priority, LockWaits)> {
     #[cfg(feature = "cuda")]
     {
-        cuda::take_waits()
+        cuda::take_waits(lock)
     }
     #[cfg(not(feature = "cuda"))]
     {
+        let _ = lock;
         Vec::new()
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use cuzk_filecoin::porep::PorepInput;
 use cuzk_filecoin::post::PostInput;
+use cuzk_gpu::WaitedFor;
 use cuzk_pipeline::{Config, Device, Engine, JobOptions, Priority, Ticket};
 use serde::Serialize;
 
@@ -69,8 +70,9 @@ pub struct PostLoadBench {
     /// mat-vec, prove — device waits included —, finalize, and `waiting` between stages),
     /// plus `prove.device_wait`: the part of them its device calls spent waiting for the
     /// device lock (while bulk calls held it), `prove.device_wait_max`, the longest single
-    /// wait, `prove.device_calls` the number of acquisitions and `prove.device_held` the
-    /// seconds its calls held the device (CUDA only).
+    /// wait, `prove.device_calls` the number of acquisitions, `prove.device_held` the
+    /// seconds its calls held the device, and `prove.matrices_wait` its wait for the resident
+    /// matrices' lock (held while another circuit's matrices upload; CUDA only).
     pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
     /// The median of each stage over the loaded requests.
     pub loaded_stage_median_s: BTreeMap<String, f64>,
@@ -117,7 +119,8 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         }
     };
     let winning = || -> Result<(f64, BTreeMap<String, f64>)> {
-        add_bulk(cuzk_gpu::take_device_waits());
+        add_bulk(cuzk_gpu::take_device_waits(WaitedFor::Device));
+        drop(cuzk_gpu::take_device_waits(WaitedFor::Matrices));
         let t = Instant::now();
         let job = kinds().post.job(post.clone(), JobOptions { randomness: None, verify: true });
         let ticket = engine.submit_at(job, Priority::Critical)?;
@@ -128,7 +131,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         anyhow::ensure!(out.verified, "the engine returned an unverified WinningPoSt proof");
         let mut stages = stage_seconds(&engine.trace().events_of(id), total_s);
         // Only this WinningPoSt works at CRITICAL, so those waits are its own.
-        let waits = cuzk_gpu::take_device_waits();
+        let waits = cuzk_gpu::take_device_waits(WaitedFor::Device);
         if let Some((_, w)) = waits.iter().find(|(p, _)| *p == Priority::Critical) {
             stages.insert("prove.device_wait".into(), w.seconds);
             stages.insert("prove.device_wait_max".into(), w.max_seconds);
@@ -136,6 +139,10 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
             stages.insert("prove.device_held".into(), w.held_seconds);
         }
         add_bulk(waits);
+        let matrices = cuzk_gpu::take_device_waits(WaitedFor::Matrices);
+        if let Some((_, w)) = matrices.iter().find(|(p, _)| *p == Priority::Critical) {
+            stages.insert("prove.matrices_wait".into(), w.seconds);
+        }
         Ok((total_s, stages))
     };
     let sector = || -> Result<Ticket> {
@@ -169,7 +176,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_s.push(seconds);
         loaded_stages_s.push(stages);
     }
-    add_bulk(cuzk_gpu::take_device_waits());
+    add_bulk(cuzk_gpu::take_device_waits(WaitedFor::Device));
     let bulk_calls = bulk.get();
     for t in in_engine {
         finished(t)?;
