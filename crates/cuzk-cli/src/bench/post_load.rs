@@ -83,6 +83,10 @@ pub struct PostLoadBench {
     /// waits and holds — `max_held_seconds` is the longest bulk call a WinningPoSt could have
     /// arrived during (CUDA only; zeros elsewhere).
     pub bulk_calls: cuzk_gpu::LockWaits,
+    /// The eight longest device stages (as `bench partition` names them) of the loaded
+    /// phase, PoRep's and WinningPoSt's together, in seconds: which bulk call a WinningPoSt
+    /// can wait longest for (CUDA only).
+    pub longest_device_stages: Vec<(String, f64)>,
     /// Time between successive PoRep sector completions while loaded requests ran (two
     /// sectors kept in the engine): the sector throughput under WinningPoSt interference.
     pub porep_sector_s: Vec<f64>,
@@ -161,6 +165,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     let (mut loaded_s, mut loaded_stages_s, mut porep_sector_s) = (Vec::new(), Vec::new(), Vec::new());
     let mut in_engine: VecDeque<Ticket> = (0..2).map(|_| sector()).collect::<Result<_>>()?;
     bulk.set(cuzk_gpu::LockWaits::NONE);
+    drop(cuzk_gpu::take_stage_log());
     let mut last_done = Instant::now();
     while loaded_s.len() < o.requests {
         std::thread::sleep(o.interval);
@@ -178,6 +183,9 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     }
     add_bulk(cuzk_gpu::take_device_waits(WaitedFor::Device));
     let bulk_calls = bulk.get();
+    let mut longest_device_stages = cuzk_gpu::take_stage_log();
+    longest_device_stages.sort_by(|a, b| b.1.total_cmp(&a.1));
+    longest_device_stages.truncate(8);
     for t in in_engine {
         finished(t)?;
     }
@@ -202,6 +210,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         loaded_stages_s,
         resident_after_warmup,
         bulk_calls,
+        longest_device_stages,
         porep_sector_s,
     })
 }

@@ -192,6 +192,8 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             "  PoRep device calls while loaded: {} ({:.1} s held, longest {:.3} s; {:.1} s waiting for the lock, longest {:.3} s)",
             b.acquisitions, b.held_seconds, b.max_held_seconds, b.seconds, b.max_seconds
         );
+        let longest: Vec<String> = r.longest_device_stages.iter().map(|(n, s)| format!("{n} {s:.3}")).collect();
+        println!("  longest device stages while loaded (s): {}", longest.join("; "));
         if let Some(i) = (0..r.loaded_s.len()).max_by(|&a, &b| r.loaded_s[a].total_cmp(&r.loaded_s[b])) {
             println!("  slowest loaded request ({:.3} s): {}", r.loaded_s[i], rounded(&r.loaded_stages_s[i]));
         }
