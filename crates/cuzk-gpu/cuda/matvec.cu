@@ -139,28 +139,40 @@ __global__ void cuzk_spmv_kernel(const uint32_t *__restrict__ row_ptr, const uin
 #define CUZK_MV_STAGES 5
 // 0 upload witness, 1 kinds, 2 A, 3 B, 4 C.
 
-// a, b, c (n values each, n ≥ rows; zero past rows) from the host witness w (inputs, then
-// aux, contiguous).
-static void cuzk_matvec_stages(const cuzk_pce_dev &p, const gpu_t &gpu, stream_t &s, const fr_t *w, fr_t *out[3],
-                               size_t n, cudaEvent_t *ev, int &k)
+// A device buffer this call may own (freed on return when it does).
+struct cuzk_maybe_owned {
+    void *p = nullptr;
+    ~cuzk_maybe_owned() { if (p) cudaFree(p); }
+};
+
+// a, b, c (n values each, n ≥ rows; zero past rows) from the witness w (inputs, then aux,
+// contiguous): in host memory, copied here, or already on the device (w_on_device; the
+// upload stage then records no time).
+static void cuzk_matvec_stages(const cuzk_pce_dev &p, const gpu_t &gpu, stream_t &s, const fr_t *w, bool w_on_device,
+                               fr_t *out[3], size_t n, cudaEvent_t *ev, int &k)
 {
     size_t width = p.num_inputs + p.num_aux;
-    dev_ptr_t<fr_t> dw{width};
+    cuzk_maybe_owned own;
+    const fr_t *dw = w;
+    if (!w_on_device) {
+        CUDA_OK(cudaMalloc(&own.p, width * sizeof(fr_t)));
+        CUDA_OK(cudaMemcpyAsync(own.p, w, width * sizeof(fr_t), cudaMemcpyHostToDevice, s));
+        dw = static_cast<const fr_t *>(own.p);
+    }
     dev_ptr_t<uint8_t> dk{width};
-    CUDA_OK(cudaMemcpyAsync(&dw[0], w, width * sizeof(fr_t), cudaMemcpyHostToDevice, s));
     CUDA_OK(cudaEventRecord(ev[k++], s));
     int grid = gpu.sm_count() * 8;
-    cuzk_kinds_kernel<<<grid, 256, 0, s>>>(reinterpret_cast<const fr_raw *>(&dw[0]), &dk[0], width,
+    cuzk_kinds_kernel<<<grid, 256, 0, s>>>(reinterpret_cast<const fr_raw *>(dw), &dk[0], width,
                                              reinterpret_cast<const fr_raw *>(p.coeffs));
     CUDA_OK(cudaGetLastError());
     CUDA_OK(cudaEventRecord(ev[k++], s));
     for (int i = 0; i < 3; i++) {
-        cuzk_spmv_kernel<<<grid, 256, 0, s>>>(p.row_ptr[i], p.cols[i], p.coeff[i], p.coeffs, &dw[0], &dk[0], out[i],
+        cuzk_spmv_kernel<<<grid, 256, 0, s>>>(p.row_ptr[i], p.cols[i], p.coeff[i], p.coeffs, dw, &dk[0], out[i],
                                                 p.rows, n);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaEventRecord(ev[k++], s));
     }
-    // dw and dk are freed on return: wait for the kernels that read them.
+    // dk (and dw when owned) are freed on return: wait for the kernels that read them.
     CUDA_OK(cudaStreamSynchronize(s));
 }
 
@@ -192,7 +204,7 @@ extern "C" int cuzk_matvec(void *handle, const fr_t *w, fr_t *a, fr_t *b, fr_t *
     int k = 0;
     CUDA_OK(cudaEventRecord(e.ev[k++], s));
     fr_t *out[3] = {&da[0], &db[0], &dc[0]};
-    cuzk_matvec_stages(p, gpu, s, w, out, n, e.ev, k);
+    cuzk_matvec_stages(p, gpu, s, w, false, out, n, e.ev, k);
     fr_t *host[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
         CUDA_OK(cudaMemcpyAsync(host[i], out[i], n * sizeof(fr_t), cudaMemcpyDeviceToHost, s));
@@ -203,10 +215,11 @@ extern "C" int cuzk_matvec(void *handle, const fr_t *w, fr_t *a, fr_t *b, fr_t *
 }
 
 // The mat-vec straight into the quotient: H (2^lg_n values, the top one to be ignored) stays
-// on the device and *keep receives its buffer (free with cuzk_device_free). ms gets
-// CUZK_MV_STAGES + CUZK_Q_CORE_STAGES times.
-extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *w, uint32_t lg_n, const fr_raw *zinv, void **keep,
-                                    double *ms, CUZK_ERR_ARGS)
+// on the device and *keep receives its buffer (free with cuzk_device_free). w is host memory,
+// or device memory of this device when w_on_device is non-zero. ms gets CUZK_MV_STAGES +
+// CUZK_Q_CORE_STAGES times.
+extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *w, int w_on_device, uint32_t lg_n, const fr_raw *zinv,
+                                    void **keep, double *ms, CUZK_ERR_ARGS)
 {
     CUZK_TRY
     const cuzk_pce_dev &p = *static_cast<const cuzk_pce_dev *>(handle);
@@ -221,7 +234,7 @@ extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *w, uint32_t lg_n, 
     int k = 0;
     CUDA_OK(cudaEventRecord(e.ev[k++], s));
     fr_t *out[3] = {static_cast<fr_t *>(owned_a.p), &db[0], &dc[0]};
-    cuzk_matvec_stages(p, gpu, s, w, out, n, e.ev, k);
+    cuzk_matvec_stages(p, gpu, s, w, w_on_device != 0, out, n, e.ev, k);
     cuzk_quotient_stages(gpu, s, out[0], out[1], out[2], lg_n, *zinv, e.ev, k);
     CUDA_OK(cudaStreamSynchronize(s));
     *keep = owned_a.release();

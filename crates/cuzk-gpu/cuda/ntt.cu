@@ -73,8 +73,9 @@ extern "C" void cuzk_device_free(int dev, void *p)
     cudaFree(p);
 }
 
-// Free device bytes now (cudaMemGetInfo), and a plain device allocation of `bytes` (freed with
-// cuzk_device_free): for tests that leave the device short of memory on purpose.
+// Free device bytes now (cudaMemGetInfo), for tests that leave the device short of memory on
+// purpose; and a plain device allocation of `bytes` (freed with cuzk_device_free): such tests'
+// filler, and the device copy of a witness uploaded piece by piece (cuzk_copy_to_device).
 extern "C" int cuzk_device_free_bytes(int dev, size_t *free_bytes, CUZK_ERR_ARGS)
 {
     CUZK_TRY
@@ -89,6 +90,18 @@ extern "C" int cuzk_device_alloc(int dev, size_t bytes, void **p, CUZK_ERR_ARGS)
     CUZK_TRY
     select_gpu(dev).select();
     CUDA_OK(cudaMalloc(p, bytes));
+    CUZK_CATCH
+}
+
+// `bytes` from host `src` to device `dst` (an allocation of this device), waited for.
+extern "C" int cuzk_copy_to_device(int dev, void *dst, const void *src, size_t bytes, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    const gpu_t &gpu = select_gpu(dev);
+    gpu.select();
+    stream_t &s = gpu;
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    CUDA_OK(cudaStreamSynchronize(s));
     CUZK_CATCH
 }
 

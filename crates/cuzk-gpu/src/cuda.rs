@@ -36,6 +36,10 @@ const RESIDENT_FROM: usize = 1 << 16;
 /// matrices, which the next partition then uploaded again while the following WinningPoSt
 /// waited for it (the 2–3 s tail of `bench post-load` on the H100, 2026-12-06).
 const PCE_SLOTS: usize = 3;
+/// The witness goes to the device in pieces of this many bytes, one device call each, before
+/// the mat-vec + quotient call: a 32 GiB PoRep partition's 4.2 GB witness took ~0.49 s of that
+/// call on the H100 as one copy, which an urgent job arriving meanwhile had to wait for.
+const WITNESS_PIECE_BYTES: usize = 256 << 20;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -267,7 +271,8 @@ struct DeviceBuf(i32, *mut std::ffi::c_void);
 
 impl Drop for DeviceBuf {
     fn drop(&mut self) {
-        // SAFETY: the buffer came from the quotient and is freed once.
+        // SAFETY: the buffer came from a device allocation (the quotient's H, a witness copy)
+        // and is freed once.
         unsafe { ffi::cuzk_device_free(self.0, self.1) }
     }
 }
@@ -371,6 +376,8 @@ pub struct CudaBackend {
     /// The most points one device call of a resident MSM covers (see
     /// [`CudaBackend::with_msm_piece`]).
     msm_piece: usize,
+    /// The most bytes one device call of a witness upload copies.
+    witness_piece: usize,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -396,14 +403,18 @@ impl CudaBackend {
             staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
             msm_piece: usize::MAX,
+            witness_piece: WITNESS_PIECE_BYTES,
         })
     }
 
     /// MSMs over resident bases run in pieces of at most `points` points (at least 2^16), one
     /// device call each, so a more urgent job's calls wait for one piece of a 2^27-point H
     /// MSM, not for all of it; the pieces' sums are added. `usize::MAX` (the default): one call.
+    /// The witness upload before a mat-vec then goes in pieces of at most as many scalars
+    /// (and at most [`WITNESS_PIECE_BYTES`]).
     pub fn with_msm_piece(mut self, points: usize) -> Self {
         self.msm_piece = points.max(RESIDENT_FROM);
+        self.witness_piece = self.msm_piece.saturating_mul(std::mem::size_of::<Scalar>()).min(WITNESS_PIECE_BYTES);
         self
     }
 
@@ -755,6 +766,25 @@ impl CudaBackend {
         }
     }
 
+    /// A device copy of the `width` scalars at `w`, made in pieces of at most
+    /// [`WITNESS_PIECE_BYTES`] (fewer with MSM pieces), one device call each (so a more urgent job's call waits for one
+    /// piece, not the whole copy); with the device seconds of the allocation and the pieces.
+    fn upload_witness(&self, w: *const Scalar, width: usize) -> Result<(DeviceBuf, f64), GpuError> {
+        let bytes = width * std::mem::size_of::<Scalar>();
+        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: p receives a device allocation of `bytes`, owned by the DeviceBuf below.
+        let mut secs = self.device_call("witness buffer", |m, c| unsafe { ffi::cuzk_device_alloc(self.dev, bytes, &mut p, m, c) })?;
+        let buf = DeviceBuf(self.dev, p);
+        for off in (0..bytes).step_by(self.witness_piece) {
+            let len = self.witness_piece.min(bytes - off);
+            secs += self.device_call("upload witness", |m, c| unsafe {
+                // SAFETY: both ranges lie inside their `bytes`-long buffers (off + len ≤ bytes).
+                ffi::cuzk_copy_to_device(self.dev, buf.1.cast::<u8>().add(off).cast(), w.cast::<u8>().add(off).cast(), len, m, c)
+            })?;
+        }
+        Ok((buf, secs))
+    }
+
     fn give_back(&self, s: Option<Staging>) {
         if let Some(s) = s {
             self.staging.lock().push(s);
@@ -958,14 +988,17 @@ impl Backend for CudaBackend {
         let w = staged.as_ref().map_or(pageable.as_ptr(), |s| s.ptr as *const Scalar);
         let stage_s = t.elapsed().as_secs_f64();
         let zinv = zinv(n)?;
+        let width = inputs.len() + aux.len();
+        let (d_w, upload_s) = self.upload_witness(w, width).map_err(dev_err)?;
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
-            // SAFETY: w holds inputs + aux scalars; ms has one slot per stage.
+            // SAFETY: d_w holds inputs + aux scalars on this device; ms has one slot per stage.
             self.device_call("mat-vec + quotient", |msg, cap| unsafe {
                 ffi::cuzk_matvec_quotient(
                     pce.handle,
-                    w as *const blst::blst_fr,
+                    d_w.1 as *const blst::blst_fr,
+                    1,
                     n.trailing_zeros(),
                     &zinv as *const Scalar as *const blst::blst_fr,
                     &mut keep,
@@ -976,9 +1009,11 @@ impl Backend for CudaBackend {
             })
             .map_err(dev_err)?;
         }
+        drop(d_w);
         self.give_back(staged);
         drop(pageable);
         log("mat-vec: stage witness into pinned memory (host copy)", stage_s);
+        log(format!("mat-vec: upload witness in pieces of {} KiB (separate calls)", self.witness_piece >> 10), upload_s);
         for (stage, v) in ffi::MATVEC_QUOTIENT_STAGES.iter().zip(ms) {
             log(*stage, v / 1e3);
         }
@@ -986,7 +1021,7 @@ impl Backend for CudaBackend {
         let q_ms: f64 = ms[ffi::MATVEC_STAGES..].iter().sum();
         let h = self.msm_h_on_device(&r, DeviceBuf(self.dev, keep), n - 1)?;
         let secs = std::time::Duration::from_secs_f64;
-        Ok((h, secs(stage_s + mv_ms / 1e3), secs(q_ms / 1e3)))
+        Ok((h, secs(stage_s + upload_s + mv_ms / 1e3), secs(q_ms / 1e3)))
     }
 }
 

@@ -107,6 +107,7 @@ extern "C" {
     pub fn cuzk_matvec_quotient(
         handle: Handle,
         w: *const blst::blst_fr,
+        w_on_device: i32,
         lg_n: u32,
         zinv: *const blst::blst_fr,
         keep: *mut *mut c_void,
@@ -119,8 +120,8 @@ extern "C" {
     pub fn cuzk_device_free(dev: i32, p: *mut c_void);
     #[cfg(test)]
     pub fn cuzk_device_free_bytes(dev: i32, free_bytes: *mut usize, msg: *mut u8, cap: usize) -> i32;
-    #[cfg(test)]
     pub fn cuzk_device_alloc(dev: i32, bytes: usize, p: *mut *mut c_void, msg: *mut u8, cap: usize) -> i32;
+    pub fn cuzk_copy_to_device(dev: i32, dst: *mut c_void, src: *const c_void, bytes: usize, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_alloc(dev: i32, bytes: usize, p: *mut *mut c_void, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_free(p: *mut c_void);
     pub fn cuzk_g1_msm_resident_dev(

@@ -31,7 +31,8 @@ fn cuda_backend_conformance_or_skipped() {
 
 /// MSMs over resident bases cut into pieces of 2^16 points (the smallest piece), so that the
 /// 2^18-point MSMs and the full-scale quotient's H MSM (2^18 − 1 scalars on the device, a
-/// short last piece) each run as several device calls: the same results as the CPU.
+/// short last piece) each run as several device calls, and the full-scale mat-vec's 6 MB
+/// witness goes up in three 2 MiB pieces (a short last one): the same results as the CPU.
 #[test]
 fn cuda_backend_conformance_in_msm_pieces_or_skipped() {
     match cuzk_gpu::open_with(0, &cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), ..Default::default() }) {
