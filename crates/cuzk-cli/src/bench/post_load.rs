@@ -83,6 +83,11 @@ pub struct PostLoadBench {
     /// waits and holds — `max_held_seconds` is the longest bulk call a WinningPoSt could have
     /// arrived during (CUDA only; zeros elsewhere).
     pub bulk_calls: cuzk_gpu::LockWaits,
+    /// Seconds the loaded phase lasted, and the PoRep partitions whose prove stage ended in
+    /// it: the sectors' throughput under WinningPoSt interference (partitions per second =
+    /// their ratio), comparable between settings when sectors do not complete in the window.
+    pub loaded_s_total: f64,
+    pub porep_partitions_proved: usize,
     /// The eight longest device stages (as `bench partition` names them) of the loaded
     /// phase, PoRep's and WinningPoSt's together, in seconds: which bulk call a WinningPoSt
     /// can wait longest for (CUDA only).
@@ -149,9 +154,12 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         }
         Ok((total_s, stages))
     };
+    let porep_ids = std::cell::RefCell::new(Vec::new());
     let sector = || -> Result<Ticket> {
         let opts = JobOptions { randomness: None, verify: o.porep_verify };
-        Ok(engine.submit(kinds().porep.job(porep.clone(), opts))?)
+        let ticket = engine.submit(kinds().porep.job(porep.clone(), opts))?;
+        porep_ids.borrow_mut().push(ticket.id);
+        Ok(ticket)
     };
     let finished = |ticket: Ticket| -> Result<()> { ticket.wait().result.map(drop).map_err(|e| anyhow!("PoRep sector: {}", e.chain())) };
     tracing::info!("warm-up: one WinningPoSt and one PoRep sector");
@@ -166,6 +174,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     let mut in_engine: VecDeque<Ticket> = (0..2).map(|_| sector()).collect::<Result<_>>()?;
     bulk.set(cuzk_gpu::LockWaits::NONE);
     drop(cuzk_gpu::take_stage_log());
+    let loaded_from = engine.trace().mark("loaded phase begins").t_s;
     let mut last_done = Instant::now();
     while loaded_s.len() < o.requests {
         std::thread::sleep(o.interval);
@@ -183,6 +192,8 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     }
     add_bulk(cuzk_gpu::take_device_waits(WaitedFor::Device));
     let bulk_calls = bulk.get();
+    let loaded_to = engine.trace().mark("loaded phase ends").t_s;
+    let porep_partitions_proved = porep_partitions_between(&engine.trace().events(), &porep_ids.borrow(), loaded_from, loaded_to);
     let mut longest_device_stages = cuzk_gpu::take_stage_log();
     longest_device_stages.sort_by(|a, b| b.1.total_cmp(&a.1));
     longest_device_stages.truncate(8);
@@ -211,13 +222,40 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
         resident_after_warmup,
         bulk_calls,
         longest_device_stages,
+        loaded_s_total: loaded_to - loaded_from,
+        porep_partitions_proved,
         porep_sector_s,
     })
 }
 
+/// How many `prove` events of the jobs `ids` ended in (`from`, `to`].
+fn porep_partitions_between(events: &[cuzk_pipeline::trace::Event], ids: &[u64], from: f64, to: f64) -> usize {
+    events.iter().filter(|e| e.stage == "prove" && ids.contains(&e.proof) && e.end_s > from && e.end_s <= to).count()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::quantile;
+    use super::{porep_partitions_between, quantile};
+    use cuzk_pipeline::trace::Event;
+
+    #[test]
+    fn partitions_are_counted_by_job_stage_and_window() {
+        let e = |stage: &'static str, proof: u64, end_s: f64| Event {
+            stage,
+            proof,
+            partition: 0,
+            lane: String::new(),
+            device: String::new(),
+            start_s: end_s - 1.0,
+            end_s,
+            rss_end_bytes: 0,
+        };
+        let events =
+            [e("prove", 1, 5.0), e("prove", 1, 11.0), e("witness", 1, 6.0), e("prove", 2, 6.0), e("prove", 3, 7.0), e("prove", 1, 10.0)];
+        // Job 2 is not PoRep; 5.0 is at the open end of the window, 11.0 past it.
+        assert_eq!(porep_partitions_between(&events, &[1, 3], 5.0, 10.0), 2);
+        assert_eq!(porep_partitions_between(&events, &[], 0.0, 100.0), 0);
+    }
 
     #[test]
     fn quantiles_are_nearest_rank() {

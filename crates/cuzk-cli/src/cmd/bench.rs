@@ -194,6 +194,12 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
         );
         let longest: Vec<String> = r.longest_device_stages.iter().map(|(n, s)| format!("{n} {s:.3}")).collect();
         println!("  longest device stages while loaded (s): {}", longest.join("; "));
+        println!(
+            "  PoRep partitions proved while loaded: {} in {:.1} s ({:.3} per second)",
+            r.porep_partitions_proved,
+            r.loaded_s_total,
+            r.porep_partitions_proved as f64 / r.loaded_s_total.max(1e-9)
+        );
         if let Some(i) = (0..r.loaded_s.len()).max_by(|&a, &b| r.loaded_s[a].total_cmp(&r.loaded_s[b])) {
             println!("  slowest loaded request ({:.3} s): {}", r.loaded_s[i], rounded(&r.loaded_stages_s[i]));
         }
