@@ -161,6 +161,12 @@ pub fn render(m: &Snapshot) -> String {
         per_device(&|r| Some(r.bytes as f64)),
     );
     metric(
+        "cuzk_device_resident_matrix_bytes",
+        "gauge",
+        "Device bytes of the circuits' constraint matrices kept resident for the device mat-vec.",
+        per_device(&|r| Some(r.matrix_bytes as f64)),
+    );
+    metric(
         "cuzk_device_resident_budget_bytes",
         "gauge",
         "The cap on those bytes (absent: the whole device).",
@@ -202,7 +208,15 @@ mod tests {
             device_resident: vec![
                 (
                     "gpu0".into(),
-                    cuzk_core::backend::ResidentReport { sections: 3, bytes: 300, budget_bytes: Some(512), evictions: 2, streamed: 1 },
+                    cuzk_core::backend::ResidentReport {
+                        sections: 3,
+                        bytes: 300,
+                        budget_bytes: Some(512),
+                        evictions: 2,
+                        streamed: 1,
+                        matrices: 2,
+                        matrix_bytes: 700,
+                    },
                 ),
                 ("gpu1".into(), cuzk_core::backend::ResidentReport::default()),
             ],
@@ -227,6 +241,7 @@ mod tests {
             "cuzk_device_resident_bytes{device=\"gpu0\"} 300",
             "cuzk_device_resident_bytes{device=\"gpu1\"} 0",
             "cuzk_device_resident_budget_bytes{device=\"gpu0\"} 512",
+            "cuzk_device_resident_matrix_bytes{device=\"gpu0\"} 700",
             "cuzk_device_resident_evictions_total{device=\"gpu0\"} 2",
             "cuzk_device_streamed_sections_total{device=\"gpu0\"} 1",
             "# TYPE cuzk_uptime_seconds gauge",

@@ -126,6 +126,8 @@ impl Service {
                         resident_bytes: r.bytes,
                         resident_budget_bytes: r.budget_bytes.unwrap_or(0),
                         resident_evictions: r.evictions,
+                        resident_matrices: r.matrices as u32,
+                        resident_matrix_bytes: r.matrix_bytes,
                         ..Default::default()
                     }
                 })

@@ -15,7 +15,15 @@ use cuzk_core::backend::{Backend, BackendResult, Evaluations, MatVec, Matrices, 
 use cuzk_core::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_daemon::proto;
 
-const REPORT: ResidentReport = ResidentReport { sections: 5, bytes: 3 << 20, budget_bytes: Some(8 << 20), evictions: 2, streamed: 1 };
+const REPORT: ResidentReport = ResidentReport {
+    sections: 5,
+    bytes: 3 << 20,
+    budget_bytes: Some(8 << 20),
+    evictions: 2,
+    streamed: 1,
+    matrices: 2,
+    matrix_bytes: 7 << 20,
+};
 const FREED: u64 = 1234;
 
 /// (curve, host address, points) of every slice a device was told to forget.
@@ -80,11 +88,13 @@ async fn status_reports_device_residency_and_eviction_frees_the_device_copies() 
     let g = &s.gpus[0];
     assert_eq!(g.name, "rec0");
     assert_eq!((g.resident_sections, g.resident_bytes, g.resident_budget_bytes, g.resident_evictions), (5, 3 << 20, 8 << 20, 2));
+    assert_eq!((g.resident_matrices, g.resident_matrix_bytes), (2, 7 << 20));
     let m = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     for want in [
         format!("cuzk_device_resident_bytes{{device=\"rec0\"}} {}", 3 << 20),
         format!("cuzk_device_resident_budget_bytes{{device=\"rec0\"}} {}", 8 << 20),
         "cuzk_device_resident_evictions_total{device=\"rec0\"} 2".to_string(),
+        format!("cuzk_device_resident_matrix_bytes{{device=\"rec0\"}} {}", 7 << 20),
         "cuzk_device_streamed_sections_total{device=\"rec0\"} 1".to_string(),
     ] {
         assert!(m.lines().any(|l| l == want), "missing {want:?} in\n{m}");

@@ -239,6 +239,8 @@ impl Drop for Resident {
 /// addresses and lengths and a sample of their contents.
 struct ResidentPce {
     handle: Handle,
+    /// Device bytes of the matrices and their coefficient table.
+    bytes: u64,
 }
 
 // SAFETY: an opaque device allocation, used only under the backend's lock.
@@ -745,7 +747,9 @@ impl CudaBackend {
         }
         let nnz = m.a.cols.len() + m.b.cols.len() + m.c.cols.len();
         log(format!("upload matrices ({} rows, {nnz} non-zeros)", m.rows()), t.elapsed().as_secs_f64());
-        let r = Arc::new(ResidentPce { handle });
+        let bytes =
+            [&m.a, &m.b, &m.c].iter().map(|x| x.row_ptr.len() * 4 + x.cols.len() * 6).sum::<usize>() + std::mem::size_of_val(m.coeffs);
+        let r = Arc::new(ResidentPce { handle, bytes: bytes as u64 });
         slots.insert(key, r.clone());
         Ok(r)
     }
@@ -919,7 +923,9 @@ impl Backend for CudaBackend {
     }
 
     fn resident_report(&self) -> cuzk_core::backend::ResidentReport {
-        self.resident_cache().report()
+        let bases = self.resident_cache().report();
+        let slots = self.pce_slots();
+        cuzk_core::backend::ResidentReport { matrices: slots.len(), matrix_bytes: slots.values().map(|p| p.bytes).sum(), ..bases }
     }
 
     fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> u64 {

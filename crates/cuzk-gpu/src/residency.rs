@@ -143,6 +143,7 @@ impl<T> ResidentSet<T> {
             budget_bytes: self.budget,
             evictions: self.evictions,
             streamed: self.streamed,
+            ..ResidentReport::default()
         }
     }
 
@@ -203,6 +204,11 @@ impl<K: PartialEq, T> RecentSlots<K, T> {
         self.entries.clear();
     }
 
+    /// The values it keeps, least recently used first.
+    pub fn values(&self) -> impl Iterator<Item = &Arc<T>> {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
     /// How many values it keeps now.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -238,7 +244,10 @@ mod tests {
         assert!(set.get(&key(1)).is_some(), "1 is used again: 2 is now the oldest");
         drop(add(&mut set, 4, 30).unwrap());
         assert_eq!(set.keys_by_use(), vec![key(3), key(1), key(4)]);
-        assert_eq!(set.report(), ResidentReport { sections: 3, bytes: 90, budget_bytes: Some(100), evictions: 1, streamed: 0 });
+        assert_eq!(
+            set.report(),
+            ResidentReport { sections: 3, bytes: 90, budget_bytes: Some(100), evictions: 1, streamed: 0, matrices: 0, matrix_bytes: 0 }
+        );
         // 60 more: the two oldest go.
         drop(add(&mut set, 5, 60).unwrap());
         assert_eq!(set.keys_by_use(), vec![key(4), key(5)]);
@@ -311,6 +320,7 @@ mod tests {
         // Same key again: replaced, not duplicated.
         assert_eq!(slots.insert(3, Arc::new("window'")), 0);
         assert_eq!((slots.len(), slots.get(&3).as_deref()), (2, Some(&"window'")));
+        assert_eq!(slots.values().map(|v| **v).collect::<Vec<_>>(), vec!["porep", "window'"], "least recently used first");
         // A held value is never the one evicted; once released it goes.
         let held = slots.get(&1).unwrap();
         assert!(slots.evict_lru_unheld(), "3 is unheld");

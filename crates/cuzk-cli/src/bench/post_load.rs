@@ -76,8 +76,8 @@ pub struct PostLoadBench {
     pub loaded_stages_s: Vec<BTreeMap<String, f64>>,
     /// The median of each stage over the loaded requests.
     pub loaded_stage_median_s: BTreeMap<String, f64>,
-    /// The device's resident SRS sections after both warm-ups (WinningPoSt and PoRep bases
-    /// together; the matrices not counted).
+    /// The device's resident SRS sections and matrices after both warm-ups (WinningPoSt and
+    /// PoRep together).
     pub resident_after_warmup: cuzk_core::backend::ResidentReport,
     /// The PoRep (NORMAL) device calls' record over the loaded phase: their number, lock
     /// waits and holds — `max_held_seconds` is the longest bulk call a WinningPoSt could have

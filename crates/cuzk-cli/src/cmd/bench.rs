@@ -182,10 +182,12 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
         println!("  loaded median per stage: {}", rounded(&r.loaded_stage_median_s));
         let res = &r.resident_after_warmup;
         println!(
-            "  device resident after the warm-ups (WinningPoSt + PoRep SRS): {} sections, {:.2} GiB, {} evicted",
+            "  device resident after the warm-ups (WinningPoSt + PoRep): SRS {} sections, {:.2} GiB, {} evicted; matrices of {} circuits, {:.2} GiB",
             res.sections,
             res.bytes as f64 / (1u64 << 30) as f64,
-            res.evictions
+            res.evictions,
+            res.matrices,
+            res.matrix_bytes as f64 / (1u64 << 30) as f64
         );
         let b = &r.bulk_calls;
         println!(
@@ -589,12 +591,14 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     if resident != Default::default() {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         println!(
-            "device resident: {} sections, {:.2} GiB (budget {}), {} evicted, {} streamed with their calls",
+            "device resident: {} sections, {:.2} GiB (budget {}), {} evicted, {} streamed with their calls; matrices of {} circuits, {:.2} GiB",
             resident.sections,
             gib(resident.bytes),
             resident.budget_bytes.map_or("the whole device".into(), |b| format!("{:.2} GiB", gib(b))),
             resident.evictions,
-            resident.streamed
+            resident.streamed,
+            resident.matrices,
+            gib(resident.matrix_bytes)
         );
     }
     if let Some(path) = json {

@@ -208,6 +208,9 @@ fn status_text(s: &proto::GetStatusResponse) -> String {
                 g.resident_evictions
             );
         }
+        if g.resident_matrices > 0 {
+            let _ = write!(t, "; matrices of {} circuits resident ({})", g.resident_matrices, human_bytes(g.resident_matrix_bytes));
+        }
         let _ = writeln!(t);
     }
     for x in &s.loaded_srs {

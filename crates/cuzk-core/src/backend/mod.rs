@@ -238,6 +238,10 @@ pub struct ResidentReport {
     pub evictions: u64,
     /// Sections too large for the budget, so their bases travelled with each call instead.
     pub streamed: u64,
+    /// Circuits whose constraint matrices (for the device mat-vec) are resident now.
+    pub matrices: usize,
+    /// Device bytes those matrices hold (outside the budget above).
+    pub matrix_bytes: u64,
 }
 
 /// Everything the prover needs from a backend.
