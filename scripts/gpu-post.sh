@@ -14,10 +14,12 @@
 #    other).
 # c: a synthetic 32 GiB PoRep C1 and random parameters of its exact layout written under the
 #    official file names (`bench partition --write-params`, one proof), for part d.
-# d: needs a and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep sectors
-#    of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent lane and
-#    without (LANES, default on,off), with THREADS (4,0) reserved for urgent work when on,
-#    REQUESTS (20) loaded requests each.
+# d: needs a (or w) and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep
+#    sectors of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent
+#    lane and without (LANES, default on,off), with THREADS (4,0) reserved for urgent work
+#    when on, REQUESTS (20) loaded requests each, for each of PIECES × GRACES; per request
+#    its stages with its device-lock and matrices-lock waits, and over the loaded phase the
+#    PoRep calls' longest hold, the longest device stages and the PoRep partitions proved.
 # e: SnapDeals (issue 25's figures): a synthetic 32 GiB update request (`gen-update
 #    --synthetic`: real structure, random contents), one of its 16 partitions through `bench
 #    partition --update` on cuda under random parameters of the exact layout: PCE figures
