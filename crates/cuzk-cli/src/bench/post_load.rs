@@ -118,7 +118,6 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
     cfg.urgent_threads = o.urgent_threads;
     let engine = Engine::start(cfg)?;
     let post = Arc::new(post);
-    // One WinningPoSt: its seconds, and its seconds per engine stage.
     // The bulk (NORMAL) device calls' lock record over the loaded phase, gathered around each
     // WinningPoSt (taking the record resets it).
     let bulk = std::cell::Cell::new(cuzk_gpu::LockWaits::NONE);
@@ -127,6 +126,7 @@ pub fn run(post: PostInput, porep: Arc<PorepInput>, device: Device, o: &LoadOpti
             bulk.set(bulk.get().merged(w));
         }
     };
+    // One WinningPoSt: its seconds, and its seconds per engine stage.
     let winning = || -> Result<(f64, BTreeMap<String, f64>)> {
         add_bulk(cuzk_gpu::take_device_waits(WaitedFor::Device));
         drop(cuzk_gpu::take_device_waits(WaitedFor::Matrices));
