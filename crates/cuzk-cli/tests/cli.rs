@@ -218,6 +218,16 @@ fn pce_pipeline_bench_rejects_bad_arguments_with_one_line() {
     }
 }
 
+#[test]
+fn post_load_bench_refuses_pieces_and_graces_out_of_range_before_any_work() {
+    for (flag, value, says) in [("--msm-piece-log2", "0,12", "12 is not 0"), ("--urgent-grace-ms", "5000", "5000")] {
+        let o = cuzk(&["bench", "post-load", "--post", "none.json", "--c1", "none.json", flag, value], &[]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}");
+        let e = text(&o.stderr);
+        assert!(e.contains(flag) && e.contains(says), "{flag} {value}: {e}");
+    }
+}
+
 /// `cuzk daemon` on a unix socket driven by `cuzk client`: status, a garbage C1 answered
 /// FAILED (exit 1, reason printed), a real 2 KiB job submitted and awaited by another client
 /// process while SIGTERM arrives — the in-flight job still completes (its proof verifies),

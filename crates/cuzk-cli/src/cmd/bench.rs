@@ -111,11 +111,11 @@ pub struct PostLoadArgs {
     urgent_threads: Vec<usize>,
     /// MSM pieces to measure, each setting in turn: 2^K points per device call of an MSM
     /// over resident bases (0: one call per MSM).
-    #[arg(long, value_name = "K", value_delimiter = ',', default_value = "0")]
+    #[arg(long, value_name = "K", value_delimiter = ',', default_value = "0", value_parser = piece_or_off)]
     msm_piece_log2: Vec<u32>,
     /// Urgent graces to measure, each in turn (for each MSM piece): milliseconds the device
-    /// stays reserved for the WinningPoSt after each of its calls.
-    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "150")]
+    /// stays reserved for the WinningPoSt after each of its calls (0..=1000).
+    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "150", value_parser = clap::value_parser!(u32).range(0..=1000))]
     urgent_grace_ms: Vec<u32>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
@@ -124,6 +124,16 @@ pub struct PostLoadArgs {
     backend: BackendArg,
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+/// An MSM piece setting: 0 (one call per MSM) or 16..=40, as `engine.msm_piece_log2` takes it.
+fn piece_or_off(s: &str) -> std::result::Result<u32, String> {
+    let k: u32 = s.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if k == 0 || (16..=40).contains(&k) {
+        Ok(k)
+    } else {
+        Err(format!("{k} is not 0 (one call per MSM) or 16..=40"))
+    }
 }
 
 fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
