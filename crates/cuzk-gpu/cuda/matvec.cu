@@ -215,11 +215,11 @@ extern "C" int cuzk_matvec(void *handle, const fr_t *w, fr_t *a, fr_t *b, fr_t *
 }
 
 // The mat-vec straight into the quotient: H (2^lg_n values, the top one to be ignored) stays
-// on the device and *keep receives its buffer (free with cuzk_device_free). w is host memory,
-// or device memory of this device when w_on_device is non-zero. ms gets CUZK_MV_STAGES +
-// CUZK_Q_CORE_STAGES times.
-extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *w, int w_on_device, uint32_t lg_n, const fr_raw *zinv,
-                                    void **keep, double *ms, CUZK_ERR_ARGS)
+// on the device and *keep receives its buffer (free with cuzk_device_free). d_w is the witness
+// already in device memory of this device (uploaded in pieces by the caller, so that no single
+// call holds the device for the whole copy). ms gets CUZK_MV_STAGES + CUZK_Q_CORE_STAGES times.
+extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *d_w, uint32_t lg_n, const fr_raw *zinv, void **keep,
+                                    double *ms, CUZK_ERR_ARGS)
 {
     CUZK_TRY
     const cuzk_pce_dev &p = *static_cast<const cuzk_pce_dev *>(handle);
@@ -234,7 +234,7 @@ extern "C" int cuzk_matvec_quotient(void *handle, const fr_t *w, int w_on_device
     int k = 0;
     CUDA_OK(cudaEventRecord(e.ev[k++], s));
     fr_t *out[3] = {static_cast<fr_t *>(owned_a.p), &db[0], &dc[0]};
-    cuzk_matvec_stages(p, gpu, s, w, w_on_device != 0, out, n, e.ev, k);
+    cuzk_matvec_stages(p, gpu, s, d_w, true, out, n, e.ev, k);
     cuzk_quotient_stages(gpu, s, out[0], out[1], out[2], lg_n, *zinv, e.ev, k);
     CUDA_OK(cudaStreamSynchronize(s));
     *keep = owned_a.release();

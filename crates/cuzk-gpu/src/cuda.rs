@@ -64,19 +64,24 @@ pub(crate) fn take_waits(lock: WaitedFor) -> Vec<(Priority, LockWaits)> {
         .collect()
 }
 
+/// Adds to the record of `lock` at the calling thread's priority.
+fn record(lock: WaitedFor, add: impl FnOnce(&mut LockWaits)) {
+    add(&mut WAITS.lock()[lock as usize][Priority::current().level() as usize]);
+}
+
 fn record_wait(lock: WaitedFor, waited: f64) {
-    let mut all = WAITS.lock();
-    let w = &mut all[lock as usize][Priority::current().level() as usize];
-    w.acquisitions += 1;
-    w.seconds += waited;
-    w.max_seconds = w.max_seconds.max(waited);
+    record(lock, |w| {
+        w.acquisitions += 1;
+        w.seconds += waited;
+        w.max_seconds = w.max_seconds.max(waited);
+    });
 }
 
 fn record_hold(lock: WaitedFor, held: f64) {
-    let mut all = WAITS.lock();
-    let w = &mut all[lock as usize][Priority::current().level() as usize];
-    w.held_seconds += held;
-    w.max_held_seconds = w.max_held_seconds.max(held);
+    record(lock, |w| {
+        w.held_seconds += held;
+        w.max_held_seconds = w.max_held_seconds.max(held);
+    });
 }
 
 fn log(stage: impl Into<String>, seconds: f64) {
@@ -739,16 +744,20 @@ impl CudaBackend {
                 )
             })
         };
-        if let Err(e) = attempt() {
-            tracing::warn!(error = %e, "matrix upload failed; evicting other circuits' matrices and resident bases, retrying");
-            slots.clear();
-            self.resident_cache().clear();
-            attempt().map_err(dev_err)?;
+        let mut result = attempt();
+        if result.is_err() {
+            // Lock order: these matrices (held), then the resident bases.
+            let mut cache = self.resident_cache();
+            result = evict_while_out_of_memory(&mut || slots.evict_lru_unheld() || cache.evict_lru(), "upload matrices", result, attempt);
         }
+        result.map_err(dev_err)?;
         let nnz = m.a.cols.len() + m.b.cols.len() + m.c.cols.len();
         log(format!("upload matrices ({} rows, {nnz} non-zeros)", m.rows()), t.elapsed().as_secs_f64());
-        let bytes =
-            [&m.a, &m.b, &m.c].iter().map(|x| x.row_ptr.len() * 4 + x.cols.len() * 6).sum::<usize>() + std::mem::size_of_val(m.coeffs);
+        let bytes = [&m.a, &m.b, &m.c]
+            .iter()
+            .map(|x| std::mem::size_of_val(x.row_ptr) + std::mem::size_of_val(x.cols) + std::mem::size_of_val(x.coeff_idx))
+            .sum::<usize>()
+            + std::mem::size_of_val(m.coeffs);
         let r = Arc::new(ResidentPce { handle, bytes: bytes as u64 });
         slots.insert(key, r.clone());
         Ok(r)
@@ -1004,7 +1013,6 @@ impl Backend for CudaBackend {
                 ffi::cuzk_matvec_quotient(
                     pce.handle,
                     d_w.1 as *const blst::blst_fr,
-                    1,
                     n.trailing_zeros(),
                     &zinv as *const Scalar as *const blst::blst_fr,
                     &mut keep,

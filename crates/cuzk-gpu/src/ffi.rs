@@ -106,8 +106,7 @@ extern "C" {
     ) -> i32;
     pub fn cuzk_matvec_quotient(
         handle: Handle,
-        w: *const blst::blst_fr,
-        w_on_device: i32,
+        d_w: *const blst::blst_fr,
         lg_n: u32,
         zinv: *const blst::blst_fr,
         keep: *mut *mut c_void,
