@@ -27,6 +27,11 @@
 # f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
 #    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
 #    sections over the cap travel with each call.
+# i: needs c on the same warm machine (NI-PoRep's partition circuit and parameter files are
+#    V1_1's): a synthetic 32 GiB NI-PoRep C1 (126 partitions of 18 challenges), its last
+#    partition through `bench partition` on the parameters c wrote, then (unless PIPE=0) one
+#    whole proof through `bench pce-pipeline` (j = 2, no warm-up, the 126 partition proofs
+#    aggregated with a test SnarkPack SRS, not verified: synthetic).
 # w: the 32 GiB WinningPoSt alone (no 2 KiB steps): its partition through `bench partition
 #    --post` with each MSM mode (split, plain, auto; device call times per proof), then its warm
 #    latency through the engine (`bench post`, RUNS runs), with the default urgent pool and
@@ -95,6 +100,17 @@ f)
             --params "$WORK/params/$(ls "$WORK/params" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
     done
+    ;;
+i)
+    step gen32-ni timeout 180 "$BIN" gen-c1 --synthetic --sector-size 32GiB --porep-variant ni-porep --out "$WORK/ni"
+    P=$(ls -S "$WORK"/params/*.params | head -1)
+    step part32-ni timeout 300 "$BIN" bench partition --c1 "$WORK/ni/c1.json" --partition 125 --backend cuda --reps 2 --matvec device \
+        --params "$P" --json "$OUT/partition32-ni.json"
+    if [ "${PIPE:-1}" != 0 ]; then
+        step srs-test timeout 120 "$BIN" params ensure --sector-size 2KiB
+        step pipe32-ni timeout "${T_PIPE:-540}" "$BIN" bench pce-pipeline --c1 "$WORK/ni/c1.json" --backend cuda -j 2 --num-proofs 1 \
+            --warmup 0 --no-verify --json "$OUT/pipe32-ni.json"
+    fi
     ;;
 w)
     step gen32 timeout 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"

@@ -24,8 +24,8 @@ pub struct GenC1Args {
     #[arg(long)]
     out: PathBuf,
     /// Write a synthetic C1 instead of sealing: the real structure of the sector size (its
-    /// partitions, challenges, parents and tree shapes) with random contents, made in seconds
-    /// even for 32 GiB. Its circuits synthesize at full size but are NOT satisfied: no proof
+    /// partitions, challenges, parents and tree shapes, for the --porep-variant given) with
+    /// random contents, made in seconds even for 32 GiB. Its circuits synthesize at full size but are NOT satisfied: no proof
     /// of it verifies. For benchmarks and exactness checks only.
     #[arg(long)]
     synthetic: bool,
@@ -40,11 +40,24 @@ pub struct GenC1Args {
 
 pub fn run(a: GenC1Args) -> Result<ExitCode> {
     let size = sector::parse_sector_size(&a.sector_size)?;
+    // filecoin-ffi numbers the synthetic-PoRep types 10-14 and the non-interactive ones 15-19,
+    // in the order of sector::SIZES.
+    let at = sector::SIZES.iter().position(|(_, b)| *b == size).unwrap_or(0) as u64;
+    let rp = match a.porep_variant.as_str() {
+        "synthetic-porep" => cuzk_filecoin::curio::from_number(10 + at)?,
+        "ni-porep" => cuzk_filecoin::curio::from_number(15 + at)?,
+        _ => sector::registered_proof(size)?,
+    };
     if a.synthetic {
-        let command =
-            format!("cuzk gen-c1 --synthetic --sector-size {} --seed {} --out {}", sector::size_name(size), a.seed, a.out.display());
+        let command = format!(
+            "cuzk gen-c1 --synthetic --sector-size {} --porep-variant {} --seed {} --out {}",
+            sector::size_name(size),
+            a.porep_variant,
+            a.seed,
+            a.out.display()
+        );
         let t = std::time::Instant::now();
-        let meta = cuzk_filecoin::porep::synthetic::write(sector::registered_proof(size)?, a.seed, &a.out, &command)?;
+        let meta = cuzk_filecoin::porep::synthetic::write(rp, a.seed, &a.out, &command)?;
         println!(
             "wrote {}/c1.json and c1.meta.json ({:?}) in {:.1} s: SYNTHETIC — random contents, its circuits are not satisfied and no proof of it verifies",
             a.out.display(),
@@ -63,14 +76,6 @@ pub fn run(a: GenC1Args) -> Result<ExitCode> {
         a.out.display()
     );
     let identity = SectorIdentity { miner_id: a.miner_id, sector_number: a.sector_number };
-    // filecoin-ffi numbers the synthetic-PoRep types 10-14 and the non-interactive ones 15-19,
-    // in the order of sector::SIZES.
-    let at = sector::SIZES.iter().position(|(_, b)| *b == size).unwrap_or(0) as u64;
-    let rp = match a.porep_variant.as_str() {
-        "synthetic-porep" => cuzk_filecoin::curio::from_number(10 + at)?,
-        "ni-porep" => cuzk_filecoin::curio::from_number(15 + at)?,
-        _ => sector::registered_proof(size)?,
-    };
     let meta = seal::gen_c1_as(rp, a.seed, identity, &a.out, &command)?;
     println!("wrote {}/c1.json and c1.meta.json ({:?}, comm_r {})", a.out.display(), meta.registered_proof, meta.comm_r);
     Ok(ExitCode::SUCCESS)

@@ -72,3 +72,22 @@ pub fn ensure_present(rp: RegisteredSealProof) -> Result<ParamPaths> {
     }
     Ok(paths)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_porep_variant_of_a_size_shares_the_interactive_parameter_files() {
+        // filecoin-ffi numbers V1_1 5-9, SyntheticPoRep 10-14, NI-PoRep 15-19 (same size order);
+        // their partition circuits are equal, so one parameter set (and one PCE) serves all.
+        for at in 0..5u64 {
+            let interactive = ParamPaths::for_proof(crate::curio::from_number(5 + at).unwrap()).unwrap();
+            for variant in [10 + at, 15 + at] {
+                let rp = crate::curio::from_number(variant).unwrap();
+                let paths = ParamPaths::for_proof(rp).unwrap();
+                assert_eq!((&paths.id, &paths.params), (&interactive.id, &interactive.params), "{rp:?}");
+            }
+        }
+    }
+}

@@ -223,6 +223,23 @@ mod tests {
     }
 
     #[test]
+    fn a_synthetic_ni_porep_c1_has_the_variants_partitions_and_challenges() {
+        let rp = RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
+        let c1 = parse(&generate(rp, 4).unwrap()).unwrap();
+        assert_eq!(c1.registered_proof, rp);
+        let p = prepare::<SectorShape2KiB>(&c1, &sector::SectorIdentity { miner_id: 0, sector_number: 0 }).unwrap();
+        let interactive = sector::registered_proof(2048).unwrap().as_v1_config().partitions;
+        assert_eq!(p.vanilla.len(), usize::from(rp.as_v1_config().partitions));
+        assert!(p.vanilla.len() > usize::from(interactive), "NI-PoRep proves more partitions than V1_1");
+        // Each partition's challenges are the non-interactive ones of its index.
+        for k in [0, p.vanilla.len() - 1] {
+            let want = p.public_inputs.challenges(&p.public_params.vanilla_params.challenges, 64, Some(k));
+            let got: Vec<usize> = p.vanilla[k].iter().map(|q| q.comm_d_proofs.path_index()).collect();
+            assert_eq!(got, want, "partition {k}");
+        }
+    }
+
+    #[test]
     fn a_synthetic_32gib_c1_passes_the_structural_checks() {
         let rp = sector::registered_proof(32 << 30).unwrap();
         let c1 = parse(&generate(rp, 3).unwrap()).unwrap();
