@@ -185,6 +185,10 @@ impl ProveTimings {
 /// gather into per-block vectors and a single-threaded concatenation cost more than the
 /// MSMs they feed on a GPU).
 pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
+    crate::reserved_pool::parallel(|| select_here(values, bits))
+}
+
+fn select_here(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     const B: usize = 1 << 14; // a multiple of 64
     let picked = |base: usize, j: usize| crate::bits::bit(bits, base + j);
     let counts: Vec<usize> =
@@ -285,13 +289,14 @@ fn clocked<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
 }
 
 /// Starts `f` on a named thread of the scope, at the calling thread's priority (its device
-/// calls then wait on the device lock as the job's own do).
+/// calls then wait on the device lock as the job's own do) and under its route (its parallel
+/// host work goes where the job's own does: an urgent job's to the reserved pool).
 fn spawn_named<'s, T: Send + 's>(
     sc: &'s std::thread::Scope<'s, '_>,
     name: &str,
     f: impl FnOnce() -> Result<T> + Send + 's,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'s, Result<T>>> {
-    std::thread::Builder::new().name(format!("cuzk-{name}")).spawn_scoped(sc, crate::priority::inherit(f))
+    std::thread::Builder::new().name(format!("cuzk-{name}")).spawn_scoped(sc, crate::reserved_pool::inherit(crate::priority::inherit(f)))
 }
 
 /// The result of a thread from [`spawn_named`] (its panic, resumed, if it panicked).
@@ -370,7 +375,8 @@ pub fn prove(
         // Four threads: the H step, L, A and the two B MSMs. Their host work (selection,
         // ones/general split, gathers) runs while the device computes the H MSM, and their
         // device calls queue on the backend's device lock, at the job's priority (inherited
-        // by each thread). Plain threads, not rayon tasks, since they block on that lock.
+        // by each thread). Plain threads, not rayon tasks, since they block on that lock; their
+        // parallel host work follows the caller's route (crate::reserved_pool).
         std::thread::scope(|sc| {
             let h = spawn_named(sc, "h-step", h_step);
             let l = spawn_named(sc, "msm-l", || clocked(l_msm));

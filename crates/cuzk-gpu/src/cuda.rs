@@ -340,7 +340,7 @@ impl Drop for Staging {
 fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
     use rayon::prelude::*;
     const B: usize = 1 << 15;
-    dst.par_chunks_mut(B).zip(src.par_chunks(B)).for_each(|(d, s)| d.copy_from_slice(s));
+    cuzk_core::reserved_pool::parallel(|| dst.par_chunks_mut(B).zip(src.par_chunks(B)).for_each(|(d, s)| d.copy_from_slice(s)));
 }
 
 /// `first` (a device call's result), or, while it and each retry fail out of device memory and
@@ -592,13 +592,14 @@ impl CudaBackend {
         Ok(P::from_raw(out))
     }
 
-    /// A pinned buffer of at least `count` scalars from the pool (or a new one), `None` when
-    /// the driver refuses pinned memory.
+    /// The smallest pooled pinned buffer of at least `count` scalars
+    /// ([`crate::residency::smallest_fitting`]), or a new one; `None` when the driver refuses
+    /// pinned memory.
     fn take_staging(&self, count: usize) -> Option<Staging> {
         use std::sync::atomic::Ordering;
         let bytes = count * std::mem::size_of::<Scalar>();
         let mut pool = self.staging.lock();
-        if let Some(i) = pool.iter().position(|b| b.bytes >= bytes) {
+        if let Some(i) = crate::residency::smallest_fitting(pool.iter().map(|b| b.bytes), bytes) {
             return Some(pool.swap_remove(i));
         }
         drop(pool);
@@ -1166,9 +1167,11 @@ mod tests {
         assert_eq!(Msm::<G1Affine>::msm(&b, &bases, &scalars).unwrap(), Msm::<G1Affine>::msm(&b.cpu, &bases, &scalars).unwrap());
         assert_eq!(b.resident_report().sections, 1);
         let data: Vec<Scalar> = (0..1usize << 21).map(|_| Scalar::random(&mut rng)).collect();
-        // One NTT first: sppark makes its per-device NTT tables at the first NTT (on the
-        // device, 2026-12-06, they did not fit the room left below and the test failed there).
-        Ntt::ntt(&b, &mut data.clone(), NttKind::Forward).unwrap();
+        // One small NTT first: sppark makes its per-device NTT tables at the first NTT. It must
+        // be small: sppark's buffers come from CUDA's stream-ordered pool, which keeps a freed
+        // buffer cached, so a first NTT of the full size left its 64 MiB there and the NTT below
+        // ran in it without any eviction (H100, 2026-12-06, second run of this test).
+        Ntt::ntt(&b, &mut data[..NTT_CPU_BELOW].to_vec(), NttKind::Forward).unwrap();
         // Leave 16 MiB free: a 2^21-value NTT (64 MiB) fails until the 96 MiB section goes.
         let mut free = 0usize;
         call("free bytes", |m, c| unsafe { ffi::cuzk_device_free_bytes(b.dev, &mut free, m, c) }).unwrap();

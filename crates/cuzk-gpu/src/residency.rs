@@ -5,9 +5,9 @@
 //! budget is refused, and the caller streams its bases with each call instead.
 //! [`RecentSlots`]: the matrices of the last few circuits, so that circuits proved in turn on
 //! one device (PoRep partitions with a WinningPoSt between them) each find theirs resident
-//! instead of uploading gigabytes again at every switch. Both know keys, sizes and use order —
-//! not CUDA — so the policies are tested without a device; the CUDA backend keeps its device
-//! handles in them.
+//! instead of uploading gigabytes again at every switch. [`smallest_fitting`]: which pooled
+//! pinned host buffer a call takes. All know keys, sizes and use order — not CUDA — so the
+//! policies are tested without a device; the CUDA backend keeps its handles in them.
 
 use std::sync::Arc;
 
@@ -220,9 +220,26 @@ impl<K: PartialEq, T> RecentSlots<K, T> {
     }
 }
 
+/// The index of the smallest of `sizes` that holds `bytes`, if any: a small proof's staging
+/// takes a small pooled buffer, never the big one the next big partition needs (which would
+/// then pin a new one — seconds in the driver, beside every other device call).
+pub fn smallest_fitting(sizes: impl Iterator<Item = usize>, bytes: usize) -> Option<usize> {
+    sizes.enumerate().filter(|&(_, size)| size >= bytes).min_by_key(|&(_, size)| size).map(|(i, _)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_takes_the_smallest_pooled_buffer_that_holds_it() {
+        let pool = [4096, 12, 64, 12];
+        assert_eq!(smallest_fitting(pool.into_iter(), 10), Some(1));
+        assert_eq!(smallest_fitting(pool.into_iter(), 13), Some(2));
+        assert_eq!(smallest_fitting(pool.into_iter(), 4096), Some(0));
+        assert_eq!(smallest_fitting(pool.into_iter(), 4097), None);
+        assert_eq!(smallest_fitting(std::iter::empty(), 1), None);
+    }
 
     fn key(addr: usize) -> SectionKey {
         SectionKey { tag: 1, addr, len: 10, fingerprint: addr as u64 * 7 }

@@ -278,6 +278,8 @@ struct ProofState {
     verify: Option<VerifyProof>,
     reply: Sender<Outcome>,
     submitted_s: f64,
+    /// The job's priority: an urgent proof is finished on the urgent lane.
+    priority: Priority,
 }
 
 /// The proofs inside the engine, by id: their partition proofs so far and how to answer.
@@ -437,7 +439,10 @@ impl Engine {
         // The finalize thread ends when every stage thread (each holding a `done` sender) has.
         let (trace_f, inflight_f) = (stage.trace.clone(), stage.inflight.clone());
         drop(stage);
-        threads.push(spawn("cuzk-finalize".into(), finalize_stage(trace_f, inflight_f, done_rx, stats.clone()))?);
+        let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
+        let answering = Answering { trace: trace_f, stats: stats.clone() };
+        threads.push(spawn("cuzk-finalize-bulk".into(), finalize_bulk_stage(answering.clone(), bulk_rx))?);
+        threads.push(spawn("cuzk-finalize".into(), finalize_stage(answering, inflight_f, done_rx, bulk_tx, urgent_lane))?);
         Ok(Engine { submit: Some(submissions), threads, trace, budget, next_id: AtomicU64::new(1), stats, devices: cfg.devices })
     }
 
@@ -580,6 +585,7 @@ fn parse_stage(
                 verify: job.verify,
                 reply: sub.reply,
                 submitted_s: sub.submitted_s,
+                priority: sub.priority,
             };
             lock(&st.inflight).insert(sub.id, state);
             let ws = WorkingSet::at(&job.pce, matvec);
@@ -611,19 +617,42 @@ struct UrgentLane {
 
 impl UrgentLane {
     fn takes(&self, c: &Carry) -> bool {
-        self.from.is_some_and(|u| c.priority >= u)
+        self.takes_priority(c.priority)
     }
 
-    /// `f` at `c`'s priority: on the reserved pool when `c` is urgent and there is one.
+    fn takes_priority(&self, p: Priority) -> bool {
+        self.from.is_some_and(|u| p >= u)
+    }
+
+    /// `f`, CPU work that does not block (synthesis, the host mat-vec), at `c`'s priority: on
+    /// the reserved pool when `c` is urgent and there is one.
     fn run<R: Send>(&self, c: &Carry, f: impl FnOnce() -> R + Send) -> R {
+        self.run_at(c.priority, f)
+    }
+
+    /// [`UrgentLane::run`] for work of priority `p`.
+    fn run_at<R: Send>(&self, p: Priority, f: impl FnOnce() -> R + Send) -> R {
         let at_priority = || {
-            let _p = c.priority.enter();
+            let _p = p.enter();
             f()
         };
         match &self.pool {
-            Some(pool) if self.takes(c) => pool.install(at_priority),
+            Some(pool) if self.takes_priority(p) => pool.install(at_priority),
             _ => at_priority(),
         }
+    }
+
+    /// `f`, work that blocks (a proof: its threads wait on the device lock), at `c`'s priority
+    /// on this thread, its parallel host work routed to the reserved pool when `c` is urgent.
+    /// Run there instead, its waits would hold the pool's few threads, and its own threads would
+    /// send their host work to rayon's global pool, behind every bulk task.
+    fn route<R>(&self, c: &Carry, f: impl FnOnce() -> R) -> R {
+        let _p = c.priority.enter();
+        let _route = match &self.pool {
+            Some(pool) if self.takes(c) => Some(pool.route()),
+            _ => None,
+        };
+        f()
     }
 }
 
@@ -765,7 +794,7 @@ fn prove_stage(
             if st.skipped(&c) {
                 continue;
             }
-            let result = urgent_lane.run(&c, || prover.prove(&st.trace, &lane, &c, &w, eval));
+            let result = urgent_lane.route(&c, || prover.prove(&st.trace, &lane, &c, &w, eval));
             // a, b, c were consumed (and freed) by the prover; the witness goes now.
             lease.release(c.ws.abc);
             drop(w);
@@ -778,17 +807,54 @@ fn prove_stage(
     })
 }
 
-/// Finalize: collects partition proofs; a proof whose partitions are all in is assembled,
-/// verified and answered.
-fn finalize_stage(trace: Arc<Trace>, inflight: InFlight, rx: Receiver<Done>, stats: Arc<Stats>) -> StageFn {
+/// What answering a finished proof needs: the trace and the counters.
+#[derive(Clone)]
+struct Answering {
+    trace: Arc<Trace>,
+    stats: Arc<Stats>,
+}
+
+impl Answering {
+    /// Assembles, verifies and answers proof `id`, whose partitions are all in.
+    fn answer(&self, id: u64, st: ProofState, lane: &str) {
+        let (result, verified) = self.trace.record("finalize", id, 0, lane, "", || finish(st.parts, st.error, st.assemble, st.verify));
+        let counter = if result.is_ok() { &self.stats.completed } else { &self.stats.failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let _ = st.reply.send(Outcome { id, result, verified, submitted_s: st.submitted_s, finished_s: self.trace.now() });
+    }
+}
+
+/// Finalize: collects partition proofs. A proof whose partitions are all in is assembled,
+/// verified and answered — here, on the urgent lane's pool, when it is urgent (its
+/// verification then waits neither for a bulk proof's nor for bulk work on rayon's global
+/// pool), else on the bulk finalize thread.
+fn finalize_stage(
+    answering: Answering,
+    inflight: InFlight,
+    rx: Receiver<Done>,
+    bulk: Sender<(u64, ProofState)>,
+    lane: UrgentLane,
+) -> StageFn {
     Box::new(move || {
         for d in rx {
             let Some(st) = record_partition(&inflight, d.id, d.k, d.result) else { continue };
-            let (result, verified) =
-                trace.record("finalize", d.id, 0, "finalize", "", || finish(st.parts, st.error, st.assemble, st.verify));
-            let counter = if result.is_ok() { &stats.completed } else { &stats.failed };
-            counter.fetch_add(1, Ordering::Relaxed);
-            let _ = st.reply.send(Outcome { id: d.id, result, verified, submitted_s: st.submitted_s, finished_s: trace.now() });
+            let priority = st.priority;
+            if lane.takes_priority(priority) {
+                lane.run_at(priority, || answering.answer(d.id, st, "finalize-urgent"));
+            } else if let Err(e) = bulk.send((d.id, st)) {
+                // The bulk thread is gone (it panicked): answer here rather than drop the reply.
+                let (id, st) = e.into_inner();
+                answering.answer(id, st, "finalize");
+            }
+        }
+    })
+}
+
+/// The bulk finalize thread: answers the proofs that are not urgent, in the order they finish.
+fn finalize_bulk_stage(answering: Answering, rx: Receiver<(u64, ProofState)>) -> StageFn {
+    Box::new(move || {
+        for (id, st) in rx {
+            answering.answer(id, st, "finalize");
         }
     })
 }

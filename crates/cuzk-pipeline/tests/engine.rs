@@ -638,3 +638,140 @@ fn urgent_partitions_compute_on_the_reserved_pool() {
         assert_eq!(seen.lock().unwrap().len(), 3);
     }
 }
+
+/// A CPU backend whose H step runs beside the other MSMs on helper threads (as the CUDA
+/// backend's does) and which records, for each MSM, the priority and thread of the call and
+/// the thread its parallel host work ran on.
+mod routed {
+    use std::sync::Mutex;
+
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use cuzk_core::backend::cpu::CpuBackend;
+    use cuzk_core::backend::{Backend, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind};
+    use cuzk_core::reserved_pool::parallel;
+    use cuzk_pipeline::Priority;
+
+    /// (priority, calling thread, thread of its parallel work)
+    pub type Seen = (Priority, String, String);
+
+    #[derive(Default)]
+    pub struct RecordingDevice {
+        cpu: CpuBackend,
+        seen: Mutex<Vec<Seen>>,
+    }
+
+    fn name() -> String {
+        std::thread::current().name().unwrap_or("").to_string()
+    }
+
+    impl RecordingDevice {
+        pub fn take(&self) -> Vec<Seen> {
+            std::mem::take(&mut *self.seen.lock().unwrap())
+        }
+        fn record(&self) {
+            self.seen.lock().unwrap().push((Priority::current(), name(), parallel(name)));
+        }
+    }
+
+    impl Msm<G1Affine> for RecordingDevice {
+        fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
+            self.record();
+            Msm::<G1Affine>::msm(&self.cpu, bases, scalars)
+        }
+        fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
+            Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices)
+        }
+    }
+    impl Msm<G2Affine> for RecordingDevice {
+        fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
+            self.record();
+            Msm::<G2Affine>::msm(&self.cpu, bases, scalars)
+        }
+        fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
+            Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices)
+        }
+    }
+    impl Ntt for RecordingDevice {
+        fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+            self.cpu.ntt(data, kind)
+        }
+    }
+    impl MatVec for RecordingDevice {
+        fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+            self.cpu.mat_vec(m, inputs, aux)
+        }
+    }
+    impl Backend for RecordingDevice {
+        fn name(&self) -> &str {
+            "recording"
+        }
+        fn overlap_h(&self) -> bool {
+            true
+        }
+    }
+}
+
+/// An urgent proof's MSMs — made on the prover's helper threads, which block on the device and
+/// so are not the reserved pool's — send their parallel host work to the reserved pool, not to
+/// rayon's global pool where bulk work queues; a normal proof's stays off the reserved pool.
+#[test]
+fn an_urgent_proofs_helper_threads_compute_on_the_reserved_pool() {
+    use cuzk_pipeline::{Device, Priority};
+    let f = fixture();
+    let dev = Arc::new(routed::RecordingDevice::default());
+    let mut cfg = Config { urgent_threads: 2, ..Config::cpu(1, roomy()) };
+    cfg.devices = vec![Device { name: "recording".into(), backend: dev.clone() }];
+    let engine = Engine::start(cfg).unwrap();
+    for (p, seed) in [(Priority::Normal, 1), (Priority::Critical, 2)] {
+        let t = engine.submit_at(job(&f, &rs(seed, 1), None, None), p).unwrap();
+        assert_eq!(t.wait().result.unwrap(), reference(&f, &rs(seed, 1)), "routing must not change a proof");
+        let seen = dev.take();
+        assert!(seen.len() >= 4, "{seen:?}");
+        assert!(seen.iter().any(|(_, caller, _)| caller.starts_with("cuzk-msm-")), "helper threads made MSMs: {seen:?}");
+        for (at, caller, worker) in &seen {
+            assert_eq!(*at, p, "{seen:?}");
+            assert!(!caller.starts_with("cuzk-urgent-"), "a blocking prover thread must not hold a reserved thread: {seen:?}");
+            assert_eq!(worker.starts_with("cuzk-urgent-"), p == Priority::Critical, "{p:?}: {seen:?}");
+        }
+    }
+    engine.shutdown();
+}
+
+/// An urgent proof is verified and answered while a bulk proof's verification is still
+/// running (the bulk one has its own finalize thread), and its verification runs on the
+/// reserved pool; the bulk one's does not.
+#[test]
+fn an_urgent_proof_is_answered_while_a_bulk_proofs_verification_runs() {
+    use cuzk_pipeline::Priority;
+    use std::sync::mpsc;
+    let f = fixture();
+    let engine = Engine::start(Config { urgent_threads: 2, ..Config::cpu(1, roomy()) }).unwrap();
+    let (started_tx, started_rx) = mpsc::channel::<String>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let bulk_verify: VerifyProof = Box::new(move |_| {
+        started_tx.send(std::thread::current().name().unwrap_or("").to_string()).unwrap();
+        // Held until the urgent proof is answered (or 60 s, which fails the test below).
+        match release_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(PipelineError::shared(std::io::Error::other("released by nobody"))),
+        }
+    });
+    let bulk = engine.submit_at(job(&f, &rs(1, 1), None, Some(bulk_verify)), Priority::Normal).unwrap();
+    let bulk_thread = started_rx.recv_timeout(Duration::from_secs(60)).expect("the bulk proof reached verification");
+    let (urgent_tx, urgent_rx) = mpsc::channel::<String>();
+    let urgent_verify: VerifyProof = Box::new(move |_| {
+        urgent_tx.send(std::thread::current().name().unwrap_or("").to_string()).unwrap();
+        Ok(())
+    });
+    let urgent = engine.submit_at(job(&f, &rs(2, 1), None, Some(urgent_verify)), Priority::Critical).unwrap();
+    let answered = urgent.wait();
+    assert_eq!(answered.result.unwrap(), reference(&f, &rs(2, 1)));
+    assert!(answered.verified);
+    release_tx.send(()).unwrap();
+    let b = bulk.wait();
+    assert_eq!(b.result.unwrap(), reference(&f, &rs(1, 1)), "the bulk proof was answered after the urgent one");
+    let urgent_thread = urgent_rx.recv().unwrap();
+    assert!(urgent_thread.starts_with("cuzk-urgent-"), "urgent verification on {urgent_thread:?}");
+    assert!(!bulk_thread.starts_with("cuzk-urgent-"), "bulk verification on {bulk_thread:?}");
+    engine.shutdown();
+}

@@ -1,7 +1,8 @@
 //! The CPU backend: blst's single-threaded Pippenger over contiguous slices of bases in
 //! parallel with rayon (one slice per thread, at most 2^20 points each, so the scalar bytes in
 //! flight stay small); bitmap sums by blst's batched affine additions over index slices; the
-//! rayon NTT of [`super::ntt`].
+//! rayon NTT of [`super::ntt`]. Each call's parallel work runs through
+//! [`crate::reserved_pool::parallel`], so a thread routed to the urgent pool computes there.
 //! Always compiled; it is the reference the CUDA backend is tested against.
 
 use blstrs::{G1Affine, G2Affine, Scalar};
@@ -10,6 +11,7 @@ use rayon::prelude::*;
 use super::ntt::{self, DomainCache};
 use super::sparse::{evaluate_cpu, Evaluations, MatVec, Matrices};
 use super::{check_lengths, Backend, BackendError, BackendResult, Msm, MsmPoint, Ntt, NttKind};
+use crate::reserved_pool::parallel;
 
 /// The most points one Pippenger task takes.
 const MAX_TASK: usize = 1 << 20;
@@ -74,29 +76,29 @@ fn sum_cpu<P: MsmPoint>(bases: &[P], indices: &[u32]) -> BackendResult<P::Curve>
 
 impl Msm<G1Affine> for CpuBackend {
     fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
-        msm_cpu(bases, scalars)
+        parallel(|| msm_cpu(bases, scalars))
     }
     fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
-        sum_cpu(bases, indices)
+        parallel(|| sum_cpu(bases, indices))
     }
 }
 
 impl Msm<G2Affine> for CpuBackend {
     fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
-        msm_cpu(bases, scalars)
+        parallel(|| msm_cpu(bases, scalars))
     }
     fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
-        sum_cpu(bases, indices)
+        parallel(|| sum_cpu(bases, indices))
     }
 }
 
 impl Ntt for CpuBackend {
     fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-        ntt::transform(&self.domains, data, kind)
+        parallel(|| ntt::transform(&self.domains, data, kind))
     }
 
     fn quotient(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> BackendResult<Vec<Scalar>> {
-        ntt::quotient(&self.domains, a, b, c)
+        parallel(|| ntt::quotient(&self.domains, a, b, c))
     }
 }
 
@@ -109,7 +111,7 @@ impl Backend for CpuBackend {
 impl MatVec for CpuBackend {
     fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
         m.check_witness(inputs, aux)?;
-        Ok(evaluate_cpu(m, inputs, aux))
+        Ok(parallel(|| evaluate_cpu(m, inputs, aux)))
     }
 }
 

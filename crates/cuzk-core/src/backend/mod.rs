@@ -114,6 +114,10 @@ pub struct ScalarSplit {
 impl ScalarSplit {
     /// Classifies `scalars`.
     pub fn of(scalars: &[Scalar]) -> Self {
+        crate::reserved_pool::parallel(|| Self::of_here(scalars))
+    }
+
+    fn of_here(scalars: &[Scalar]) -> Self {
         use rayon::prelude::*;
         const BLOCK: usize = 1 << 16;
         let parts: Vec<ScalarSplit> = scalars
@@ -153,6 +157,10 @@ impl ScalarSplit {
 /// of the scalars that are neither 0 nor 1. Each block of the pass owns its own bitmap words,
 /// so no index list of the ones is ever built.
 pub fn ones_bitmap_split(scalars: &[Scalar]) -> (Vec<u32>, Vec<u32>) {
+    crate::reserved_pool::parallel(|| ones_bitmap_split_here(scalars))
+}
+
+fn ones_bitmap_split_here(scalars: &[Scalar]) -> (Vec<u32>, Vec<u32>) {
     use rayon::prelude::*;
     const BLOCK: usize = 1 << 16; // a multiple of 32
     let mut map = vec![0u32; scalars.len().div_ceil(32)];
@@ -348,7 +356,7 @@ pub fn domain_size(len: usize) -> BackendResult<usize> {
 /// The bases and scalars at `indices` (the general part of a split MSM).
 pub fn gather<P: Copy + Send + Sync>(bases: &[P], scalars: &[Scalar], indices: &[u32]) -> (Vec<P>, Vec<Scalar>) {
     use rayon::prelude::*;
-    indices.par_iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip()
+    crate::reserved_pool::parallel(|| indices.par_iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip())
 }
 
 /// Checks that an MSM has as many scalars as bases ([`BackendError::Input`] otherwise).
