@@ -32,6 +32,11 @@
 #    partition through `bench partition` on the parameters c wrote, then (unless PIPE=0) one
 #    whole proof through `bench pce-pipeline` (j = 2, no warm-up, the 126 partition proofs
 #    aggregated with a test SnarkPack SRS, not verified: synthetic).
+# v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
+#    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
+#    BACKEND (cuda) with `prove` — which verifies with verify_seal /
+#    verify_empty_sector_update_proof before writing — and the PoRep proofs checked again
+#    with `cuzk verify`.
 # w: the 32 GiB WinningPoSt alone (no 2 KiB steps): its partition through `bench partition
 #    --post` with each MSM mode (split, plain, auto; device call times per proof), then its warm
 #    latency through the engine (`bench post`, RUNS runs), with the default urgent pool and
@@ -111,6 +116,17 @@ i)
         step pipe32-ni timeout "${T_PIPE:-540}" "$BIN" bench pce-pipeline --c1 "$WORK/ni/c1.json" --backend cuda -j 2 --num-proofs 1 \
             --warmup 0 --no-verify --json "$OUT/pipe32-ni.json"
     fi
+    ;;
+v)
+    step params2k timeout 120 "$BIN" params ensure --sector-size 2KiB
+    step params2k-update timeout 120 "$BIN" params ensure --update 0
+    for variant in v1_1 synthetic-porep ni-porep; do
+        step "gen2k-$variant" timeout 120 "$BIN" gen-c1 --sector-size 2KiB --porep-variant "$variant" --out "$WORK/v2k-$variant"
+        step "prove2k-$variant" timeout 300 "$BIN" prove --c1 "$WORK/v2k-$variant/c1.json" --backend "${BACKEND:-cuda}" --out "$WORK/v2k-$variant/proof"
+        step "verify2k-$variant" timeout 60 "$BIN" verify --c1 "$WORK/v2k-$variant/c1.json" --proof "$WORK/v2k-$variant/proof"
+    done
+    step gen2k-update timeout 120 "$BIN" gen-update --sector-size 2KiB --out "$WORK/v2k-update"
+    step prove2k-update timeout 120 "$BIN" prove --update "$WORK/v2k-update/update.json" --backend "${BACKEND:-cuda}" --out "$WORK/v2k-update/proof"
     ;;
 w)
     step gen32 timeout 120 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 1 --out "$WORK/post32"

@@ -35,6 +35,13 @@ use crate::priority::Priority;
 /// this many of theirs.
 pub const DEFAULT_MAX_OVERTAKES: u32 = 16;
 
+/// The urgent grace a device's lock gets by default, in milliseconds (see
+/// [`DeviceLock::with_urgent_grace`]): on the H100 under PoRep load, 150 ms held a
+/// WinningPoSt's calls together where 25 ms let bulk calls in between (docs/RESULTS.md).
+pub const DEFAULT_URGENT_GRACE_MS: u32 = 150;
+/// The longest urgent grace a configuration may ask for, in milliseconds.
+pub const MAX_URGENT_GRACE_MS: u32 = 1000;
+
 #[derive(Debug)]
 struct Waiter {
     ticket: u64,

@@ -109,7 +109,7 @@ impl Default for EngineSection {
             urgent_lane: "high".into(),
             urgent_threads: "auto".into(),
             msm_piece_log2: 0,
-            urgent_grace_ms: 150,
+            urgent_grace_ms: cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS,
         }
     }
 }
@@ -468,11 +468,12 @@ impl DaemonConfig {
         self.fault_plans()?;
         self.witness_mode()?;
         self.urgent_threads_setting()?;
-        if !(self.engine.msm_piece_log2 == 0 || (16..=40).contains(&self.engine.msm_piece_log2)) {
-            return bad("engine.msm_piece_log2", format!("{} is not 0 or 16..=40", self.engine.msm_piece_log2));
+        if let Err(why) = cuzk_core::backend::msm_piece_setting(self.engine.msm_piece_log2) {
+            return bad("engine.msm_piece_log2", why);
         }
-        if self.engine.urgent_grace_ms > 1000 {
-            return bad("engine.urgent_grace_ms", format!("{} is over 1000", self.engine.urgent_grace_ms));
+        if self.engine.urgent_grace_ms > cuzk_core::device_lock::MAX_URGENT_GRACE_MS {
+            let most = cuzk_core::device_lock::MAX_URGENT_GRACE_MS;
+            return bad("engine.urgent_grace_ms", format!("{} is over {most}", self.engine.urgent_grace_ms));
         }
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
@@ -562,7 +563,7 @@ impl DaemonConfig {
 
     /// The MSM piece of every GPU (2^k points per device call; `None`: one call per MSM).
     pub fn msm_piece_log2(&self) -> Option<u32> {
-        Some(self.engine.msm_piece_log2).filter(|k| *k > 0)
+        cuzk_core::backend::msm_piece_setting(self.engine.msm_piece_log2).ok().flatten()
     }
 
     /// The SRS map directory (`None`: parameters are decoded).

@@ -122,8 +122,7 @@ pub fn open(device: usize) -> Result<Box<dyn Backend>, GpuError> {
     open_with(device, &GpuOptions::default())
 }
 
-/// The default urgent grace ([`GpuOptions::urgent_grace_ms`]), in milliseconds.
-pub const DEFAULT_URGENT_GRACE_MS: u32 = 150;
+pub use cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS;
 
 /// How a CUDA backend uses its device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

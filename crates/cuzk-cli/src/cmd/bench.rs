@@ -115,7 +115,13 @@ pub struct PostLoadArgs {
     msm_piece_log2: Vec<u32>,
     /// Urgent graces to measure, each in turn (for each MSM piece): milliseconds the device
     /// stays reserved for the WinningPoSt after each of its calls (0..=1000).
-    #[arg(long, value_name = "MS", value_delimiter = ',', default_value = "150", value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(
+        long,
+        value_name = "MS",
+        value_delimiter = ',',
+        default_values_t = [cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS],
+        value_parser = clap::value_parser!(u32).range(0..=i64::from(cuzk_core::device_lock::MAX_URGENT_GRACE_MS))
+    )]
     urgent_grace_ms: Vec<u32>,
     /// Do not verify the PoRep proofs (required for a synthetic C1).
     #[arg(long)]
@@ -126,13 +132,18 @@ pub struct PostLoadArgs {
     json: Option<PathBuf>,
 }
 
-/// An MSM piece setting: 0 (one call per MSM) or 16..=40, as `engine.msm_piece_log2` takes it.
+/// An MSM piece setting: 0 (one call per MSM) or a log2 in 16..=40, as
+/// `engine.msm_piece_log2` takes it ([`cuzk_core::backend::msm_piece_setting`]).
 fn piece_or_off(s: &str) -> std::result::Result<u32, String> {
     let k: u32 = s.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
-    if k == 0 || (16..=40).contains(&k) {
-        Ok(k)
-    } else {
-        Err(format!("{k} is not 0 (one call per MSM) or 16..=40"))
+    cuzk_core::backend::msm_piece_setting(k).map(|_| k)
+}
+
+/// An MSM piece size: a log2 in 16..=40 ([`cuzk_core::backend::MSM_PIECE_LOG2`]).
+fn piece_log2(s: &str) -> std::result::Result<u32, String> {
+    match piece_or_off(s)? {
+        0 => Err("0 is not a piece size (leave the option out for one call per MSM)".into()),
+        k => Ok(k),
     }
 }
 
@@ -487,7 +498,7 @@ pub struct PartitionArgs {
     device_budget: Option<u64>,
     /// Run each MSM over resident bases in pieces of at most 2^K points, one device call
     /// each (the pre-emption grain an urgent job waits for). Default: one call per MSM.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(16..=40))]
+    #[arg(long, value_name = "K", value_parser = piece_log2)]
     msm_piece_log2: Option<u32>,
     #[arg(long, default_value_t = 0)]
     partition: usize,

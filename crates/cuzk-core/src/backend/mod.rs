@@ -359,6 +359,21 @@ pub fn gather<P: Copy + Send + Sync>(bases: &[P], scalars: &[Scalar], indices: &
     crate::reserved_pool::parallel(|| indices.par_iter().map(|&i| (bases[i as usize], scalars[i as usize])).unzip())
 }
 
+/// The piece sizes (log2 of the points per piece) a backend may run MSMs over resident bases
+/// in: from 2^16 (smaller pieces cost more in per-call overhead than they save in waiting)
+/// to 2^40 (past any MSM).
+pub const MSM_PIECE_LOG2: std::ops::RangeInclusive<u32> = 16..=40;
+
+/// An MSM piece setting as configurations and command lines take it: 0 (one call per MSM:
+/// `None`) or a log2 in [`MSM_PIECE_LOG2`]; anything else is refused with the reason.
+pub fn msm_piece_setting(k: u32) -> Result<Option<u32>, String> {
+    match k {
+        0 => Ok(None),
+        k if MSM_PIECE_LOG2.contains(&k) => Ok(Some(k)),
+        k => Err(format!("{k} is not 0 (one call per MSM) or {}..={}", MSM_PIECE_LOG2.start(), MSM_PIECE_LOG2.end())),
+    }
+}
+
 /// Checks that an MSM has as many scalars as bases ([`BackendError::Input`] otherwise).
 pub fn check_lengths(bases: usize, scalars: usize) -> BackendResult<()> {
     if bases != scalars {
