@@ -183,7 +183,7 @@ impl ProveTimings {
 /// The values at the set bits of `bits` (bit i selects `values[i]`). Counted per block first,
 /// then every block writes its share straight into one output allocation, in parallel (a
 /// gather into per-block vectors and a single-threaded concatenation cost more than the
-/// MSMs they feed on a GPU).
+/// MSMs they feed on a GPU), on huge pages when large ([`crate::mem::vec_with_huge_pages`]).
 pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     crate::reserved_pool::parallel(|| select_here(values, bits))
 }
@@ -194,7 +194,7 @@ fn select_here(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     let counts: Vec<usize> =
         values.par_chunks(B).enumerate().map(|(k, chunk)| (0..chunk.len()).filter(|&j| picked(k * B, j)).count()).collect();
     let total: usize = counts.iter().sum();
-    let mut out: Vec<Scalar> = Vec::with_capacity(total);
+    let mut out: Vec<Scalar> = crate::mem::vec_with_huge_pages(total);
     {
         let mut spare = &mut out.spare_capacity_mut()[..total];
         let mut slots = Vec::with_capacity(counts.len());

@@ -125,7 +125,9 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
         .enumerate()
         .map(|(i, piece)| {
             let (ci, ca) = if i == 0 { (ti, ta) } else { (ti / n + 64, ta / n + 8192) };
-            let mut cs = WitnessCs::with_capacity(ci, ca);
+            // Gigabytes at 32 GiB, written once: on huge pages (cuzk_core::mem).
+            let mut cs = WitnessCs::with_capacity(ci, 0);
+            cs.aux = cuzk_core::mem::vec_with_huge_pages(ca);
             piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
             Ok(cs)
         })

@@ -161,8 +161,9 @@ pub fn evaluate_cpu(m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> Evaluati
 
 fn mat_vec_cpu(m: &Matrices, x: &CsrView, kinds: &[u8], inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
     let n_in = m.num_inputs;
-    // Room for the prover's zero padding to the NTT domain, so it never reallocates.
-    let mut out = Vec::with_capacity(x.rows().max(1).next_power_of_two());
+    // Room for the prover's zero padding to the NTT domain, so it never reallocates; on huge
+    // pages (4 GiB per matrix at 32 GiB, made afresh every partition).
+    let mut out = crate::mem::vec_with_huge_pages(x.rows().max(1).next_power_of_two());
     out.resize(x.rows(), Scalar::ZERO);
     out.par_chunks_mut(ROW_BLOCK).enumerate().for_each(|(blk, chunk)| {
         let first = blk * ROW_BLOCK;
