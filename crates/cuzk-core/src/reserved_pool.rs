@@ -61,8 +61,8 @@ impl ReservedPool {
     }
 }
 
-#[derive(Debug)]
 /// The guard of [`ReservedPool::route`]: restores the thread's previous route when dropped.
+#[derive(Debug)]
 pub struct RouteScope {
     previous: Option<Arc<rayon::ThreadPool>>,
     /// Not `Send`: the thread-local it restores belongs to the thread that routed.

@@ -616,40 +616,32 @@ struct UrgentLane {
 }
 
 impl UrgentLane {
-    fn takes(&self, c: &Carry) -> bool {
-        self.takes_priority(c.priority)
-    }
-
-    fn takes_priority(&self, p: Priority) -> bool {
+    /// Whether work of priority `p` is urgent.
+    fn takes(&self, p: Priority) -> bool {
         self.from.is_some_and(|u| p >= u)
     }
 
-    /// `f`, CPU work that does not block (synthesis, the host mat-vec), at `c`'s priority: on
-    /// the reserved pool when `c` is urgent and there is one.
-    fn run<R: Send>(&self, c: &Carry, f: impl FnOnce() -> R + Send) -> R {
-        self.run_at(c.priority, f)
-    }
-
-    /// [`UrgentLane::run`] for work of priority `p`.
-    fn run_at<R: Send>(&self, p: Priority, f: impl FnOnce() -> R + Send) -> R {
+    /// `f`, CPU work that does not block (synthesis, the host mat-vec, finishing a proof), at
+    /// priority `p`: on the reserved pool when `p` is urgent and there is one.
+    fn run<R: Send>(&self, p: Priority, f: impl FnOnce() -> R + Send) -> R {
         let at_priority = || {
             let _p = p.enter();
             f()
         };
         match &self.pool {
-            Some(pool) if self.takes_priority(p) => pool.install(at_priority),
+            Some(pool) if self.takes(p) => pool.install(at_priority),
             _ => at_priority(),
         }
     }
 
-    /// `f`, work that blocks (a proof: its threads wait on the device lock), at `c`'s priority
-    /// on this thread, its parallel host work routed to the reserved pool when `c` is urgent.
+    /// `f`, work that blocks (a proof: its threads wait on the device lock), at priority `p`
+    /// on this thread, its parallel host work routed to the reserved pool when `p` is urgent.
     /// Run there instead, its waits would hold the pool's few threads, and its own threads would
     /// send their host work to rayon's global pool, behind every bulk task.
-    fn route<R>(&self, c: &Carry, f: impl FnOnce() -> R) -> R {
-        let _p = c.priority.enter();
+    fn route<R>(&self, p: Priority, f: impl FnOnce() -> R) -> R {
+        let _p = p.enter();
         let _route = match &self.pool {
-            Some(pool) if self.takes(c) => Some(pool.route()),
+            Some(pool) if self.takes(p) => Some(pool.route()),
             _ => None,
         };
         f()
@@ -676,16 +668,16 @@ fn witness_stage(
                 continue;
             }
             let made = budget.acquire(c.ws.total()).and_then(|lease| {
-                let w = out.lane.run(&c, || {
+                let w = out.lane.run(c.priority, || {
                     st.trace
                         .record("witness", c.id, c.k, &lane, "", || guarded("witness", || synth(&c.pce).map_err(PipelineError::Witness)))
                 })?;
                 Ok((w, lease))
             });
             let (id, k) = (c.id, c.k);
-            let urgent = out.lane.takes(&c);
+            let urgent = out.lane.takes(c.priority);
             match made {
-                Ok((w, lease)) if urgent => match out.lane.run(&c, || evaluate(&st, &lane, &c, &w, out.place)) {
+                Ok((w, lease)) if urgent => match out.lane.run(c.priority, || evaluate(&st, &lane, &c, &w, out.place)) {
                     Ok(eval) => st.forward(&out.urgent, ProveItem { c, w, eval, lease }, id, k),
                     Err(e) => st.done(id, k, Err(e)),
                 },
@@ -794,7 +786,7 @@ fn prove_stage(
             if st.skipped(&c) {
                 continue;
             }
-            let result = urgent_lane.route(&c, || prover.prove(&st.trace, &lane, &c, &w, eval));
+            let result = urgent_lane.route(c.priority, || prover.prove(&st.trace, &lane, &c, &w, eval));
             // a, b, c were consumed (and freed) by the prover; the witness goes now.
             lease.release(c.ws.abc);
             drop(w);
@@ -839,8 +831,8 @@ fn finalize_stage(
         for d in rx {
             let Some(st) = record_partition(&inflight, d.id, d.k, d.result) else { continue };
             let priority = st.priority;
-            if lane.takes_priority(priority) {
-                lane.run_at(priority, || answering.answer(d.id, st, "finalize-urgent"));
+            if lane.takes(priority) {
+                lane.run(priority, || answering.answer(d.id, st, "finalize-urgent"));
             } else if let Err(e) = bulk.send((d.id, st)) {
                 // The bulk thread is gone (it panicked): answer here rather than drop the reply.
                 let (id, st) = e.into_inner();

@@ -25,8 +25,8 @@ pub struct GenC1Args {
     out: PathBuf,
     /// Write a synthetic C1 instead of sealing: the real structure of the sector size (its
     /// partitions, challenges, parents and tree shapes, for the --porep-variant given) with
-    /// random contents, made in seconds even for 32 GiB. Its circuits synthesize at full size but are NOT satisfied: no proof
-    /// of it verifies. For benchmarks and exactness checks only.
+    /// random contents, made in seconds even for 32 GiB. Its circuits synthesize at full size
+    /// but are NOT satisfied: no proof of it verifies. For benchmarks and exactness checks only.
     #[arg(long)]
     synthetic: bool,
     /// Seal under this PoRep variant: `v1_1` (interactive PoRep, what most sectors use),
