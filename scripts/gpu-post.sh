@@ -107,12 +107,13 @@ f)
     done
     ;;
 i)
+    # The NI-PoRep C1's checks need the SnarkPack SRS; the 2 KiB test parameters bring a test one.
+    step srs-test timeout 120 "$BIN" params ensure --sector-size 2KiB
     step gen32-ni timeout 180 "$BIN" gen-c1 --synthetic --sector-size 32GiB --porep-variant ni-porep --out "$WORK/ni"
     P=$(ls -S "$WORK"/params/*.params | head -1)
     step part32-ni timeout 300 "$BIN" bench partition --c1 "$WORK/ni/c1.json" --partition 125 --backend cuda --reps 2 --matvec device \
         --params "$P" --json "$OUT/partition32-ni.json"
     if [ "${PIPE:-1}" != 0 ]; then
-        step srs-test timeout 120 "$BIN" params ensure --sector-size 2KiB
         step pipe32-ni timeout "${T_PIPE:-540}" "$BIN" bench pce-pipeline --c1 "$WORK/ni/c1.json" --backend cuda -j 2 --num-proofs 1 \
             --warmup 0 --no-verify --json "$OUT/pipe32-ni.json"
     fi
