@@ -24,6 +24,11 @@
 #    --synthetic`: real structure, random contents), one of its 16 partitions through `bench
 #    partition --update` on cuda under random parameters of the exact layout: PCE figures
 #    (constraints, non-zeros, extraction), witness time, GPU time per partition.
+#    With WRITE=1 the random parameters are also written under the official file name, for u
+#    (32 GB: with part c's 47 GB of PoRep parameters that is more than the machine's disk).
+# u: needs e with WRITE=1 on the same warm machine: the whole 32 GiB update proof (16
+#    partitions) through `cuzk prove --update --no-verify` on cuda (parameters loaded from the
+#    file, then every partition through the engine; synthetic contents, so not verified).
 # f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
 #    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
 #    sections over the cap travel with each call.
@@ -97,7 +102,10 @@ e)
     step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
     ls -la "$WORK/update32"
     step part32-update timeout "${T_PART:-560}" "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
-        ${PIECE:+--msm-piece-log2 $PIECE} --json "$OUT/partition32-update.json"
+        ${PIECE:+--msm-piece-log2 $PIECE} ${WRITE:+--write-params "$WORK/params"} --json "$OUT/partition32-update.json"
+    ;;
+u)
+    step prove32-update timeout "${T_PROVE:-400}" "$BIN" prove --update "$WORK/update32/update.json" --backend cuda --no-verify --out "$OUT/update32.proof"
     ;;
 f)
     for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do

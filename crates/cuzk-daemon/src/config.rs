@@ -85,7 +85,9 @@ pub struct EngineSection {
     pub urgent_threads: String,
     /// GPU MSMs over resident bases run in pieces of at most 2^k points, one device call
     /// each, so an urgent job waits for one piece of a running partition's 2^27-point H MSM
-    /// rather than all of it (16..=40; 0, the default: one call per MSM).
+    /// rather than all of it (16..=40, default 25; 0: one call per MSM). At 25 a loaded
+    /// WinningPoSt's p99 fell from 1.04 to 0.45 s on an H100 and PoRep kept its throughput
+    /// (docs/RESULTS.md, 2026-12-06, fifth session).
     pub msm_piece_log2: u32,
     /// Milliseconds the GPU stays reserved for an urgent job after each of its device calls,
     /// so that its next call, after some host work, does not queue behind a bulk partition's
@@ -108,7 +110,7 @@ impl Default for EngineSection {
             witness: "native".into(),
             urgent_lane: "high".into(),
             urgent_threads: "auto".into(),
-            msm_piece_log2: 0,
+            msm_piece_log2: 25,
             urgent_grace_ms: cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS,
         }
     }

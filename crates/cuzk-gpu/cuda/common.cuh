@@ -10,8 +10,12 @@
 
 #define CUZK_ERR_ARGS char *msg, size_t cap
 
+// Also clears CUDA's last error: a failed cudaMallocAsync leaves "out of memory" there, and the
+// next call's first check after a kernel launch (cudaGetLastError) would report it again — so
+// the out-of-memory retry, after evicting, failed on the stale error (H100, 2026-12-06).
 static inline int cuzk_report(int code, const char *what, char *msg, size_t cap)
 {
+    (void)cudaGetLastError();
     if (msg && cap) {
         std::snprintf(msg, cap, "%s", what ? what : "unknown CUDA failure");
     }

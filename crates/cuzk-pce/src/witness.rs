@@ -166,9 +166,12 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
     Ok(out)
 }
 
-/// The witness of one circuit, checked against the PCE's counts.
+/// The witness of one circuit, checked against the PCE's counts; its aux (gigabytes at 32
+/// GiB, written once) on huge pages.
 pub fn checked_witness<C: bellperson::Circuit<Scalar>>(circuit: C, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
-    let w = cuzk_witness::witness(circuit, pce.num_inputs, pce.num_aux).map_err(|e| PceError::Synthesis(e.to_string()))?;
+    let mut w = WitnessCs::with_capacity(pce.num_inputs, 0);
+    w.aux = cuzk_core::mem::vec_with_huge_pages(pce.num_aux);
+    circuit.synthesize(&mut w).map_err(|e| PceError::Synthesis(e.to_string()))?;
     if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
         return Err(PceError::Witness(format!(
             "the circuit allocated {} inputs and {} aux; the PCE has {} and {}",
