@@ -219,6 +219,23 @@ fn pce_pipeline_bench_rejects_bad_arguments_with_one_line() {
 }
 
 #[test]
+fn pce_pipeline_without_a_warm_up_reports_growth_but_does_not_judge_it_a_leak() {
+    shared_params();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, c1) = (dir.path().join("pipe.json"), fixture());
+    let o =
+        cuzk(&["bench", "pce-pipeline", "--c1", s(&c1), "--backend", "cpu", "--num-proofs", "1", "--warmup", "0", "--json", s(&json)], &[]);
+    let stdout = text(&o.stdout);
+    let leak_line =
+        stdout.lines().find(|l| l.starts_with("leak check:")).unwrap_or_else(|| panic!("no leak line: {stdout}\n{}", text(&o.stderr)));
+    assert!(leak_line.contains("not judged"), "{leak_line}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!((r["warmup"].as_u64(), r["leak_checked"].as_bool(), r["leak_ok"].as_bool()), (Some(0), Some(false), Some(true)), "{r}");
+    assert_eq!(r["all_verified"].as_bool(), Some(true), "{r}");
+    assert!(r["device_held_fraction"].is_null(), "no GPU, no device share: {r}");
+}
+
+#[test]
 fn post_load_bench_refuses_pieces_and_graces_out_of_range_before_any_work() {
     for (flag, value, says) in [("--msm-piece-log2", "0,12", "12 is not 0"), ("--urgent-grace-ms", "5000", "5000")] {
         let o = cuzk(&["bench", "post-load", "--post", "none.json", "--c1", "none.json", flag, value], &[]);
