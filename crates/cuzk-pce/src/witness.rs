@@ -125,9 +125,7 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
         .enumerate()
         .map(|(i, piece)| {
             let (ci, ca) = if i == 0 { (ti, ta) } else { (ti / n + 64, ta / n + 8192) };
-            // Gigabytes at 32 GiB, written once: on huge pages (cuzk_core::mem).
-            let mut cs = WitnessCs::with_capacity(ci, 0);
-            cs.aux = cuzk_core::mem::vec_with_huge_pages(ca);
+            let mut cs = witness_with_room(ci, ca);
             piece(&mut cs).map_err(|e| PceError::Synthesis(e.to_string()))?;
             Ok(cs)
         })
@@ -166,11 +164,17 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
     Ok(out)
 }
 
-/// The witness of one circuit, checked against the PCE's counts; its aux (gigabytes at 32
-/// GiB, written once) on huge pages.
+/// An empty witness with room for `inputs` and `aux` values, its aux (gigabytes at 32 GiB,
+/// written once per partition) on huge pages ([`cuzk_core::mem::vec_with_huge_pages`]).
+pub fn witness_with_room(inputs: usize, aux: usize) -> WitnessCs {
+    let mut w = WitnessCs::with_capacity(inputs, 0);
+    w.aux = cuzk_core::mem::vec_with_huge_pages(aux);
+    w
+}
+
+/// The witness of one circuit, checked against the PCE's counts.
 pub fn checked_witness<C: bellperson::Circuit<Scalar>>(circuit: C, pce: &PreCompiledCircuit) -> Result<WitnessCs> {
-    let mut w = WitnessCs::with_capacity(pce.num_inputs, 0);
-    w.aux = cuzk_core::mem::vec_with_huge_pages(pce.num_aux);
+    let mut w = witness_with_room(pce.num_inputs, pce.num_aux);
     circuit.synthesize(&mut w).map_err(|e| PceError::Synthesis(e.to_string()))?;
     if w.inputs.len() != pce.num_inputs || w.aux.len() != pce.num_aux {
         return Err(PceError::Witness(format!(

@@ -61,8 +61,7 @@ pub(crate) fn native_witness<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHash
     pce: &PreCompiledCircuit,
 ) -> Result<WitnessCs> {
     let (num_inputs, num_aux) = (pce.num_inputs, pce.num_aux);
-    let mut cs = WitnessCs::with_capacity(num_inputs, 0);
-    cs.aux = cuzk_core::mem::vec_with_huge_pages(num_aux); // ~2.6 GB at 32 GiB, written once
+    let mut cs = cuzk_pce::witness::witness_with_room(num_inputs, num_aux);
     synthesize(&mut cs, &circuit, num_aux).map_err(|e| Error::Witness(format!("SnapDeals partition: {e}")))?;
     if (cs.inputs.len(), cs.aux.len()) != (num_inputs, num_aux) {
         return Err(Error::Witness(format!(
