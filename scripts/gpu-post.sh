@@ -26,6 +26,9 @@
 #    (constraints, non-zeros, extraction), witness time, GPU time per partition.
 #    With WRITE=1 the random parameters are also written under the official file name, for u
 #    (32 GB: with part c's 47 GB of PoRep parameters that is more than the machine's disk).
+# s: needs e with WRITE=1 on the same warm machine: the same update partition through
+#    SupraSeal's prover (`cuzk-supraseal --update`, SS: its binary, default beside BIN) under
+#    the parameters e wrote and e's (r, s); its proof must equal cuzk's (e's JSON), 3 rounds.
 # u: needs e with WRITE=1 on the same warm machine: the whole 32 GiB update proof (16
 #    partitions) through `cuzk prove --update --no-verify` on cuda (parameters loaded from the
 #    file, then every partition through the engine; synthetic contents, so not verified).
@@ -103,6 +106,11 @@ e)
     ls -la "$WORK/update32"
     step part32-update timeout "${T_PART:-560}" "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
         ${PIECE:+--msm-piece-log2 $PIECE} ${WRITE:+--write-params "$WORK/params"} --json "$OUT/partition32-update.json"
+    ;;
+s)
+    P=$(ls "$WORK"/params/*empty-sector-update*.params | head -1)
+    step ss32-update timeout "${T_PART:-560}" "${SS:-$(dirname "$BIN")/cuzk-supraseal}" --update "$WORK/update32/update.json" --partition 0 \
+        --params "$P" --repeats 3 --expect "$OUT/partition32-update.json" --json "$OUT/supraseal32-update.json"
     ;;
 u)
     step prove32-update timeout "${T_PROVE:-400}" "$BIN" prove --update "$WORK/update32/update.json" --backend cuda --no-verify --out "$OUT/update32.proof"

@@ -16,6 +16,8 @@ use cuzk_filecoin::porep::circuits::circuits;
 use cuzk_filecoin::porep::params::ParamPaths;
 use cuzk_filecoin::porep::sector::{self, SectorIdentity, SectorMeta};
 use cuzk_filecoin::porep::{verify, PorepInput};
+use cuzk_filecoin::update::input::UpdateInput;
+use cuzk_filecoin::update::kind::SnapDeals;
 use cuzk_filecoin::{PorepC2, Settings};
 use cuzk_pce::matrix::{popcount, PreCompiledCircuit};
 use ff::Field;
@@ -148,10 +150,11 @@ fn porep_kind() -> Result<std::sync::Arc<PorepC2>> {
 }
 
 pub fn run(args: &Args) -> Result<bool> {
+    let c1_path = args.c1.as_ref().context("the whole-C1 mode needs --c1 (--update is for partition mode)")?;
     let kind = porep_kind()?;
-    let meta_path = sector::meta_path_for(&args.c1);
+    let meta_path = sector::meta_path_for(c1_path);
     let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
+    let c1 = C1::load(c1_path, Some(meta.registered_proof))?;
     let id = meta.identity();
     let rp = c1.registered_proof;
     // Loaded (and checked) once here; the engine's reference proof below shares this copy.
@@ -179,7 +182,7 @@ pub fn run(args: &Args) -> Result<bool> {
     println!("cuzk CPU-backend reference proof: {cpu_reference_s:.3} s");
 
     let mut report = Report {
-        c1: args.c1.display().to_string(),
+        c1: c1_path.display().to_string(),
         threads: rayon::current_num_threads(),
         partitions,
         constraints: pce.num_constraints,
@@ -237,7 +240,8 @@ pub fn run(args: &Args) -> Result<bool> {
 /// The report of partition mode.
 #[derive(Debug, Serialize)]
 pub struct PartitionReport {
-    pub c1: String,
+    /// The C1 or SnapDeals request proved.
+    pub input: String,
     pub synthetic: bool,
     pub partition: usize,
     pub params: String,
@@ -262,20 +266,10 @@ pub struct PartitionReport {
 pub fn run_partition(args: &Args) -> Result<bool> {
     let k = args.partition.context("partition mode needs --partition")?;
     let params_path = args.params.clone().context("partition mode needs --params")?;
-    let kind = porep_kind()?;
-    let meta_path = sector::meta_path_for(&args.c1);
-    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let c1 = C1::load(&args.c1, Some(meta.registered_proof))?;
-    if c1.synthetic {
-        println!("{}: SYNTHETIC C1 (random contents; its circuits are not satisfied)", args.c1.display());
+    let Subject { source, synthetic, pce, pce_s, w, witness_s } = partition_subject(args, k)?;
+    if synthetic {
+        println!("{source}: SYNTHETIC input (random contents; its circuits are not satisfied)");
     }
-    let id = meta.identity();
-    let t = Instant::now();
-    let (pce, _) = kind.shared_pce(c1.registered_proof)?;
-    let pce_s = secs(t);
-    let t = Instant::now();
-    let w = cuzk_filecoin::porep::pce::partition_witness(&c1, &id, &pce, k, kind.witness_mode())?;
-    let witness_s = secs(t);
     let t = Instant::now();
     let e = pce.evaluate(&w.inputs, &w.aux)?;
     let matvec_s = secs(t);
@@ -316,8 +310,8 @@ pub fn run_partition(args: &Args) -> Result<bool> {
         None => None,
     };
     let report = PartitionReport {
-        c1: args.c1.display().to_string(),
-        synthetic: c1.synthetic,
+        input: source,
+        synthetic,
         partition: k,
         params: params_path.display().to_string(),
         threads: rayon::current_num_threads(),
@@ -343,6 +337,46 @@ pub fn run_partition(args: &Args) -> Result<bool> {
         write_atomically(p, |w| serde_json::to_writer_pretty(w, &report).map_err(std::io::Error::other))?;
     }
     Ok(report.proofs_equal_across_rounds && report.equal_to_expected != Some(false))
+}
+
+/// One partition's circuit, its witness and what they took.
+struct Subject {
+    source: String,
+    synthetic: bool,
+    pce: std::sync::Arc<PreCompiledCircuit>,
+    pce_s: f64,
+    w: cuzk_pce::witness::WitnessCs,
+    witness_s: f64,
+}
+
+/// Partition `k` of the C1 or of the SnapDeals request `args` names: its PCE (made if missing)
+/// and cuzk's witness.
+fn partition_subject(args: &Args, k: usize) -> Result<Subject> {
+    let settings = Settings::from_vars(|k| std::env::var_os(k));
+    if let Some(path) = &args.update {
+        settings.apply()?;
+        let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let input = UpdateInput::from_file_bytes(&path.display().to_string(), &bytes)?;
+        let kind = SnapDeals::with_settings(&settings);
+        kind.check(&input, false)?;
+        let t = Instant::now();
+        let (pce, _) = kind.shared_pce(input.registered_proof)?;
+        let pce_s = secs(t);
+        let t = Instant::now();
+        let w = cuzk_filecoin::update::circuit::partition_witness(&input, &pce, k)?;
+        return Ok(Subject { source: input.source.clone(), synthetic: input.synthetic, pce, pce_s, w, witness_s: secs(t) });
+    }
+    let c1_path = args.c1.as_ref().context("partition mode needs --c1 or --update")?;
+    let kind = porep_kind()?;
+    let meta_path = sector::meta_path_for(c1_path);
+    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let c1 = C1::load(c1_path, Some(meta.registered_proof))?;
+    let t = Instant::now();
+    let (pce, _) = kind.shared_pce(c1.registered_proof)?;
+    let pce_s = secs(t);
+    let t = Instant::now();
+    let w = cuzk_filecoin::porep::pce::partition_witness(&c1, &meta.identity(), &pce, k, kind.witness_mode())?;
+    Ok(Subject { source: c1_path.display().to_string(), synthetic: c1.synthetic, pce, pce_s, w, witness_s: secs(t) })
 }
 
 #[allow(clippy::too_many_arguments)]

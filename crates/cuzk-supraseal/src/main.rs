@@ -23,12 +23,19 @@ use clap::Parser;
                   witness + PCE mat-vec; every proof must equal the cuzk CPU-backend proof made \
                   with the same (r, s) and pass verify_seal. Needs a binary built with \
                   `cargo xtask build --supraseal` and an NVIDIA GPU. The parameters must exist \
-                  (`cuzk params ensure --sector-size 2KiB`); the PCE cache is made if missing."
+                  (`cuzk params ensure --sector-size 2KiB`); the PCE cache is made if missing. \
+                  Partition mode (--partition, --params) proves one partition of a C1 or of a \
+                  SnapDeals request (--update) under a given parameters file."
 )]
 struct Args {
     /// C1 output (JSON); its `.meta.json` must sit next to it.
-    #[arg(long)]
-    c1: PathBuf,
+    #[arg(long, required_unless_present = "update", conflicts_with = "update")]
+    c1: Option<PathBuf>,
+    /// A SnapDeals request (`cuzk gen-update`'s file) instead of a C1: partition mode only
+    /// (one of its partitions through SupraSeal's prover, as filecoin-proofs'
+    /// `cuda-supraseal` proves updates).
+    #[arg(long, requires = "partition")]
+    update: Option<PathBuf>,
     /// Rounds; the first one is cold (SRS upload, kernel JIT) and is left out of the medians.
     #[arg(long, default_value_t = 4)]
     repeats: usize,
@@ -90,7 +97,7 @@ fn main() -> ExitCode {
     }
     #[cfg(not(feature = "supraseal"))]
     {
-        let _ = (&args.c1, args.repeats, args.seed, &args.json, args.partition, &args.params, &args.expect);
+        let _ = (&args.c1, &args.update, args.repeats, args.seed, &args.json, args.partition, &args.params, &args.expect);
         eprintln!("error: cuzk-supraseal was built without SupraSeal; build it with `cargo xtask build --supraseal`");
         ExitCode::from(2)
     }

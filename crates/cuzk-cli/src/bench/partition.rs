@@ -164,6 +164,9 @@ pub struct PartitionBench {
     pub proof_hex: String,
     pub rss_after_srs_bytes: u64,
     pub peak_rss_bytes: u64,
+    /// What the backend keeps on the device after the last proof (this circuit's SRS
+    /// sections and matrices; zeros on the CPU): one kind's share of device memory.
+    pub resident_after: cuzk_core::backend::ResidentReport,
 }
 
 /// The warm median of one (mat-vec place, schedule).
@@ -320,5 +323,6 @@ pub fn run(
         runs,
         rss_after_srs_bytes,
         peak_rss_bytes: mem::snapshot().peak_bytes,
+        resident_after: backend.resident_report(),
     })
 }

@@ -608,7 +608,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         (None, None, None) => anyhow::bail!("--c1, --post or --update is required"),
     };
     print_partition(&r);
-    let resident = backend.resident_report();
+    let resident = r.resident_after;
     if resident != Default::default() {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         println!(
