@@ -7,6 +7,9 @@
 //! stage of each round (first round cold: SRS upload and kernel JIT), so cuzk's GPU prover
 //! (`cuzk selftest`, same machine, same command) can be compared stage against stage. It is
 //! a separate binary because SupraSeal and cuzk-gpu each carry a copy of sppark's kernels.
+//! Partition mode proves one partition of a C1 or of a SnapDeals request under a given
+//! `.params` file (the random 32 GiB SRS `cuzk bench partition --write-params` wrote) with
+//! that bench's (r, s), and compares the proof with the one cuzk made there.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
