@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::backend::{Backend, Evaluations, Matrices, Msm, MsmPoint};
 pub use crate::bits::popcount;
+use crate::buffer_pool::scalar_pool;
 use crate::params::ParamsLayout;
 use crate::srs::SrsRef;
 use crate::{Error, Result};
@@ -183,7 +184,8 @@ impl ProveTimings {
 /// The values at the set bits of `bits` (bit i selects `values[i]`). Counted per block first,
 /// then every block writes its share straight into one output allocation, in parallel (a
 /// gather into per-block vectors and a single-threaded concatenation cost more than the
-/// MSMs they feed on a GPU), on huge pages when large ([`crate::mem::vec_with_huge_pages`]).
+/// MSMs they feed on a GPU), in a buffer from the process's pool when large
+/// ([`crate::buffer_pool`]; [`prove`] gives its selections back).
 pub fn select(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     crate::reserved_pool::parallel(|| select_here(values, bits))
 }
@@ -194,7 +196,7 @@ fn select_here(values: &[Scalar], bits: &[u64]) -> Vec<Scalar> {
     let counts: Vec<usize> =
         values.par_chunks(B).enumerate().map(|(k, chunk)| (0..chunk.len()).filter(|&j| picked(k * B, j)).count()).collect();
     let total: usize = counts.iter().sum();
-    let mut out: Vec<Scalar> = crate::mem::vec_with_huge_pages(total);
+    let mut out: Vec<Scalar> = scalar_pool().take(total);
     {
         let mut spare = &mut out.spare_capacity_mut()[..total];
         let mut slots = Vec::with_capacity(counts.len());
@@ -353,7 +355,9 @@ pub fn prove(
     let a_msm = || -> Result<G1Projective> {
         let a_in = Msm::<G1Affine>::msm(backend, &params.a[..ni], inputs).map_err(backend_err)?;
         let sel = select(aux, d.a_aux);
-        Ok(a_in + msm::<G1Affine>(backend, &params.a[ni..], &sel, mode)?)
+        let a_aux = msm::<G1Affine>(backend, &params.a[ni..], &sel, mode);
+        scalar_pool().give(sel);
+        Ok(a_in + a_aux?)
     };
     let bi = popcount(d.b_input);
     let b_parts = || (select(inputs, d.b_input), select(aux, d.b_aux));
@@ -368,8 +372,12 @@ pub fn prove(
     let b_msms = || -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
         let t = Instant::now();
         let (b_in, b_aux) = b_parts();
-        let b1 = (b1_msm(&b_in, &b_aux)?, t.elapsed());
-        Ok((b1, clocked(|| b2_msm(&b_in, &b_aux))?))
+        let both = (|| -> Result<_> {
+            let b1 = (b1_msm(&b_in, &b_aux)?, t.elapsed());
+            Ok((b1, clocked(|| b2_msm(&b_in, &b_aux))?))
+        })();
+        scalar_pool().give(b_aux);
+        both
     };
     let (h_res, l, a, b) = if backend.overlap_h() {
         // Four threads: the H step, L, A and the two B MSMs. Their host work (selection,
@@ -458,5 +466,22 @@ mod tests {
                 .collect();
             assert_eq!(select(&values, &bits), want, "n {n}, {words} words, density {density}");
         }
+    }
+
+    #[test]
+    fn select_into_a_reused_buffer_writes_every_value_over_the_old_contents() {
+        // The only test that gives the process's pool a capacity and a buffer this large.
+        let n = crate::mem::HUGE_PAGES_FROM / 32 * 2;
+        scalar_pool().set_capacity(128 << 20);
+        let dirty = vec![Scalar::from(u64::MAX); n];
+        let at = dirty.as_ptr();
+        scalar_pool().give(dirty);
+        let values: Vec<Scalar> = (0..n as u64 + 64).map(Scalar::from).collect();
+        let bits: Vec<u64> = (0..values.len() / 64).map(|w| if w % 97 == 3 { 0x0f0f } else { u64::MAX }).collect();
+        let picked = select(&values, &bits);
+        assert_eq!(picked.as_ptr(), at, "served from the pool");
+        let want: Vec<Scalar> = values.iter().enumerate().filter(|(i, _)| crate::bits::bit(&bits, *i)).map(|(_, v)| *v).collect();
+        assert_eq!(picked, want);
+        scalar_pool().set_capacity(0);
     }
 }

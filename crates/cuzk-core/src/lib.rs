@@ -61,6 +61,7 @@
 pub mod atomic;
 pub mod backend;
 pub mod bits;
+pub mod buffer_pool;
 pub mod device_lock;
 pub mod error;
 pub mod fixed_base;

@@ -64,6 +64,11 @@ pub struct EngineSection {
     /// Host bytes in-flight partitions may hold together, e.g. "24GiB"; "auto" = 80 % of
     /// MemAvailable at start.
     pub budget: String,
+    /// Bytes of idle gigabyte buffers (a partition's witness and selected scalars) kept for
+    /// the next partitions instead of being freed and faulted in afresh, e.g. "12GiB"; taken
+    /// out of `budget` and capped at half of it. "auto" (the default) = an eighth of the
+    /// budget; "0" keeps none.
+    pub buffer_pool: String,
     /// Run verify_seal on every proof before returning it (a request can opt out).
     pub verify: bool,
     /// When a device fails on a partition: "fail" (the job fails with the device's error) or
@@ -104,6 +109,7 @@ impl Default for EngineSection {
             provers_per_device: 1,
             max_in_flight: 0,
             budget: "auto".into(),
+            buffer_pool: "auto".into(),
             verify: true,
             on_device_error: "fail".into(),
             inject_fault: String::new(),
@@ -316,6 +322,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_PROVERS_PER_DEVICE", "engine.provers_per_device"),
     ("CUZK_MAX_IN_FLIGHT", "engine.max_in_flight"),
     ("CUZK_BUDGET", "engine.budget"),
+    ("CUZK_BUFFER_POOL", "engine.buffer_pool"),
     ("CUZK_VERIFY", "engine.verify"),
     ("CUZK_ON_DEVICE_ERROR", "engine.on_device_error"),
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
@@ -397,6 +404,7 @@ impl DaemonConfig {
             "engine.provers_per_device" => self.engine.provers_per_device = num(v)?,
             "engine.max_in_flight" => self.engine.max_in_flight = num(v)?,
             "engine.budget" => self.engine.budget = v.into(),
+            "engine.buffer_pool" => self.engine.buffer_pool = v.trim().into(),
             "engine.verify" => self.engine.verify = parse_bool(v)?,
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
@@ -479,6 +487,9 @@ impl DaemonConfig {
         }
         if self.engine.budget != "auto" {
             parse_bytes(&self.engine.budget).map_err(|e| DaemonError::Config(format!("engine.budget: {e}")))?;
+        }
+        if self.engine.buffer_pool != "auto" {
+            parse_bytes(&self.engine.buffer_pool).map_err(|e| DaemonError::Config(format!("engine.buffer_pool: {e}")))?;
         }
         if !self.srs.device_budget.is_empty() {
             parse_bytes(&self.srs.device_budget).map_err(|e| DaemonError::Config(format!("srs.device_budget: {e}")))?;
@@ -583,6 +594,15 @@ impl DaemonConfig {
         match self.engine.urgent_threads.as_str() {
             "auto" => Ok(cuzk_pipeline::engine::default_urgent_threads()),
             n => n.parse().map_err(|_| DaemonError::Config(format!("engine.urgent_threads: {n:?} is neither \"auto\" nor a thread count"))),
+        }
+    }
+
+    /// The buffer pool's bytes (resolving "auto": an eighth of the budget); the engine takes
+    /// them out of the budget and caps them at half of it.
+    pub fn buffer_pool_bytes(&self) -> u64 {
+        match self.engine.buffer_pool.as_str() {
+            "auto" => self.budget_bytes() / 8,
+            b => parse_bytes(b).unwrap_or(0),
         }
     }
 
@@ -704,6 +724,28 @@ mod tests {
             DaemonConfig::load(None, |k| (k == "CUZK_URGENT_THREADS").then(|| "many".to_string())).and_then(|c| c.validate().map(|_| c));
         let e = bad.unwrap_err().to_string();
         assert!(e.contains("engine.urgent_threads") && e.contains("many"), "{e}");
+    }
+
+    #[test]
+    fn the_buffer_pool_is_an_eighth_of_the_budget_a_byte_size_or_none_and_reaches_the_engine() {
+        let load = |pool: &'static str| {
+            DaemonConfig::load(None, move |k| match k {
+                "CUZK_BUDGET" => Some("24GiB".into()),
+                "CUZK_BUFFER_POOL" => Some(pool.into()),
+                _ => None,
+            })
+            .and_then(|c| c.validate().map(|_| c))
+        };
+        assert_eq!(DaemonConfig::default().engine.buffer_pool, "auto");
+        assert_eq!(load("auto").unwrap().buffer_pool_bytes(), 3 << 30);
+        assert_eq!(load("5GiB").unwrap().buffer_pool_bytes(), 5 << 30);
+        assert_eq!(load("0").unwrap().buffer_pool_bytes(), 0);
+        let e = load("plenty").unwrap_err().to_string();
+        assert!(e.contains("engine.buffer_pool") && e.contains("plenty"), "{e}");
+        let cpu =
+            vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+        let c = crate::server::try_engine_config(&load("5GiB").unwrap(), cpu).unwrap();
+        assert_eq!((c.buffer_pool_bytes, c.budget_bytes), (5 << 30, 24 << 30));
     }
 
     #[test]

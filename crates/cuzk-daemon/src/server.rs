@@ -68,6 +68,7 @@ pub fn engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Config {
 /// [`engine_config`], refusing a config whose fault plans this build cannot inject.
 pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Config, DaemonError> {
     let mut c = Config::cpu(cfg.engine.synthesis_workers, cfg.budget_bytes());
+    c.buffer_pool_bytes = cfg.buffer_pool_bytes();
     let plans = cfg.fault_plans()?;
     if !plans.is_empty() {
         tracing::warn!(faults = %cfg.engine.inject_fault, "FAULT INJECTION is on: device calls will fail or be corrupted as configured");

@@ -158,6 +158,9 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
         out.inputs.extend_from_slice(&w.inputs[pre_i..]);
     }
     append_all(&mut out.aux, &rest.iter().map(|w| &w.aux[pre_a..]).collect::<Vec<_>>());
+    for w in rest {
+        cuzk_core::buffer_pool::scalar_pool().give(w.aux);
+    }
     if (out.inputs.len(), out.aux.len()) != (ti, ta) {
         return Err(bad(format!("{} inputs and {} aux; the PCE has {ti} and {ta}", out.inputs.len(), out.aux.len())));
     }
@@ -165,10 +168,11 @@ pub fn split_witness(pieces: Vec<Piece>, pce: &PreCompiledCircuit) -> Result<Wit
 }
 
 /// An empty witness with room for `inputs` and `aux` values, its aux (gigabytes at 32 GiB,
-/// written once per partition) on huge pages ([`cuzk_core::mem::vec_with_huge_pages`]).
+/// written once per partition) from the process's buffer pool when large, else on huge pages
+/// ([`cuzk_core::buffer_pool`]; the pipeline gives it back once the partition is proved).
 pub fn witness_with_room(inputs: usize, aux: usize) -> WitnessCs {
     let mut w = WitnessCs::with_capacity(inputs, 0);
-    w.aux = cuzk_core::mem::vec_with_huge_pages(aux);
+    w.aux = cuzk_core::buffer_pool::scalar_pool().take(aux);
     w
 }
 

@@ -112,8 +112,15 @@ pub struct Config {
     /// The devices partitions are proved on; [`Engine::start`] refuses an empty list
     /// ([`PipelineError::Config`]).
     pub devices: Vec<Device>,
-    /// Host bytes that admitted partitions may hold together.
+    /// Host bytes that admitted partitions may hold together, the buffer pool's included.
     pub budget_bytes: u64,
+    /// Bytes of idle gigabyte buffers (witness aux, selected scalars) kept for later
+    /// partitions in the process's pool ([`cuzk_core::buffer_pool`]), so a steady pipeline
+    /// does not fault in and zero fresh memory for every partition. Taken out of
+    /// `budget_bytes` (partitions are admitted against the rest) and capped at half of it.
+    /// [`Engine::start`] sets the process's pool to it; 0 leaves the pool as it is (keeping
+    /// nothing unless another engine in the process sized it).
+    pub buffer_pool_bytes: u64,
     /// How the provers compute the aux MSMs (L, A, B in G1 and G2).
     pub mode: MsmMode,
     /// Where a, b, c are computed: the mat-vec stage on the CPU (host), or the prover's
@@ -168,6 +175,7 @@ impl Config {
             provers_per_device: 1,
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
+            buffer_pool_bytes: 0,
             mode: MsmMode::Auto,
             matvec: MatVecPlace::Auto,
             on_device_error: DeviceErrorPolicy::Fail,
@@ -376,7 +384,11 @@ impl Engine {
         }
         let trace = cfg.trace.clone().unwrap_or_else(Trace::new);
         trace.start_sampler(cfg.sample_period);
-        let budget = Budget::new(cfg.budget_bytes);
+        let pool_bytes = cfg.buffer_pool_bytes.min(cfg.budget_bytes / 2);
+        if pool_bytes > 0 {
+            cuzk_core::buffer_pool::scalar_pool().set_capacity(pool_bytes);
+        }
+        let budget = Budget::new(cfg.budget_bytes - pool_bytes);
         let stats = Arc::new(Stats::default());
         let (j, matvec_workers) = (cfg.synthesis_workers.max(1), cfg.matvec_workers.max(1));
         let provers = cfg.devices.len() * cfg.provers_per_device.max(1);
@@ -787,9 +799,10 @@ fn prove_stage(
                 continue;
             }
             let result = urgent_lane.route(c.priority, || prover.prove(&st.trace, &lane, &c, &w, eval));
-            // a, b, c were consumed (and freed) by the prover; the witness goes now.
+            // a, b, c were consumed (and freed) by the prover; the witness goes now, its aux
+            // back to the process's buffer pool for a later partition.
             lease.release(c.ws.abc);
-            drop(w);
+            cuzk_core::buffer_pool::scalar_pool().give(w.aux);
             drop(lease);
             if result.is_ok() {
                 prover.stats.partitions_proved.fetch_add(1, Ordering::Relaxed);

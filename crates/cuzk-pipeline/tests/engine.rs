@@ -775,3 +775,15 @@ fn an_urgent_proof_is_answered_while_a_bulk_proofs_verification_runs() {
     assert!(!bulk_thread.starts_with("cuzk-urgent-"), "bulk verification on {bulk_thread:?}");
     engine.shutdown();
 }
+
+#[test]
+fn the_buffer_pool_is_taken_out_of_the_budget_and_capped_at_half_of_it() {
+    let pool = || cuzk_core::buffer_pool::scalar_pool().stats().capacity_bytes;
+    let engine = Engine::start(Config { buffer_pool_bytes: 1 << 30, ..Config::cpu(1, 8 << 30) }).unwrap();
+    assert_eq!((engine.budget().total(), pool()), (7 << 30, 1 << 30));
+    engine.shutdown();
+    let engine = Engine::start(Config { buffer_pool_bytes: 64 << 30, ..Config::cpu(1, 8 << 30) }).unwrap();
+    assert_eq!((engine.budget().total(), pool()), (4 << 30, 4 << 30));
+    engine.shutdown();
+    cuzk_core::buffer_pool::scalar_pool().set_capacity(0);
+}

@@ -57,6 +57,11 @@ pub struct PipelineArgs {
     /// Host byte budget in GiB (default: 80 % of MemAvailable).
     #[arg(long)]
     budget_gib: Option<f64>,
+    /// Idle gigabyte buffers kept for later partitions, in GiB (the engine's
+    /// `buffer_pool_bytes`, the daemon's `engine.buffer_pool`; taken out of the budget, capped
+    /// at half of it). Default 0: every partition's buffers are fresh memory.
+    #[arg(long, default_value_t = 0.0)]
+    buffer_pool_gib: f64,
     /// First run the old path (bellperson synthesis + prover) on the same inputs, J at a time,
     /// report its time and RSS, and drop it before the PCE run.
     #[arg(long)]
@@ -130,8 +135,11 @@ struct Report {
     peak_rss_bytes: u64,
     /// VmHWM of the whole process (includes the old path when it ran).
     vm_hwm_bytes: u64,
-    /// static + max_in_flight × working set.
+    /// static + max_in_flight × working set + the buffer pool's capacity.
     model_peak_bytes: u64,
+    /// The process's buffer pool at the end: capacity, idle buffers, and how many large
+    /// requests it served from idle buffers (`reused`) or fresh memory (`fresh`).
+    buffer_pool: cuzk_core::buffer_pool::PoolStats,
     /// static + J × working set (the seeds' form).
     model_j_bytes: u64,
     memory_model_ok: bool,
@@ -238,6 +246,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();
     let budget = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
     let mut cfg = Config::cpu(a.jobs, budget);
+    cfg.buffer_pool_bytes = (a.buffer_pool_gib.max(0.0) * (1u64 << 30) as f64) as u64;
     cfg.devices = devices.clone();
     cfg.provers_per_device = a.provers_per_device.max(1);
     cfg.matvec = a.matvec;
@@ -302,7 +311,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     finished.sort_by(|a, b| a.total_cmp(b));
     let steady = (finished.len() > 1).then(|| (finished[finished.len() - 1] - finished[0]) / (finished.len() - 1) as f64);
     let max_in_flight = high_water.div_ceil(ws.total().max(1));
-    let model_peak = static_rss + max_in_flight * ws.total();
+    let buffer_pool = cuzk_core::buffer_pool::scalar_pool().stats();
+    let model_peak = static_rss + max_in_flight * ws.total() + buffer_pool.capacity_bytes;
     let model_j = static_rss + a.jobs as u64 * ws.total();
     let memory_model_ok = (peak as f64) <= model_peak as f64 * (1.0 + MODEL_SLACK);
     let leak_growth = (rss_drop as f64 - rss_warm as f64) / rss_warm.max(1) as f64;
@@ -333,6 +343,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         peak_rss_bytes: peak,
         vm_hwm_bytes: mem::snapshot().peak_bytes,
         model_peak_bytes: model_peak,
+        buffer_pool,
         model_j_bytes: model_j,
         memory_model_ok,
         rss_after_warmup_bytes: rss_warm,
@@ -422,7 +433,7 @@ fn print_report(r: &Report) {
     );
     println!("  partitions in flight (budget peak)  {} (budget {})", r.max_in_flight, human_bytes(r.budget_bytes));
     println!(
-        "  model: static + {} × working set    {}   (seeds' form static + j × ws: {})",
+        "  model: static + {} × working set + pool    {}   (seeds' form static + j × ws: {})",
         r.max_in_flight,
         human_bytes(r.model_peak_bytes),
         human_bytes(r.model_j_bytes)
@@ -436,6 +447,15 @@ fn print_report(r: &Report) {
         } else {
             "FAIL: the peak exceeds the model".into()
         }
+    );
+    let pool = &r.buffer_pool;
+    println!(
+        "buffer pool: capacity {}, {} idle ({}); large buffers reused {}, fresh {}",
+        human_bytes(pool.capacity_bytes),
+        pool.idle_buffers,
+        human_bytes(pool.idle_bytes),
+        pool.reused,
+        pool.fresh
     );
     println!(
         "leak check: RSS after warm-up {}, after the last drop {} → {:+.2} % {}",
