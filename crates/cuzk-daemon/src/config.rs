@@ -66,8 +66,8 @@ pub struct EngineSection {
     pub budget: String,
     /// Bytes of idle gigabyte buffers (a partition's witness and selected scalars) kept for
     /// the next partitions instead of being freed and faulted in afresh, e.g. "12GiB"; taken
-    /// out of `budget` and capped at half of it. "auto" (the default) = an eighth of the
-    /// budget; "0" keeps none.
+    /// out of `budget` and capped at half of it, so add it to the budget. "0" (the default,
+    /// until it is measured on a device) keeps none; "auto" = an eighth of the budget.
     pub buffer_pool: String,
     /// Run verify_seal on every proof before returning it (a request can opt out).
     pub verify: bool,
@@ -109,7 +109,7 @@ impl Default for EngineSection {
             provers_per_device: 1,
             max_in_flight: 0,
             budget: "auto".into(),
-            buffer_pool: "auto".into(),
+            buffer_pool: "0".into(),
             verify: true,
             on_device_error: "fail".into(),
             inject_fault: String::new(),
@@ -736,7 +736,7 @@ mod tests {
             })
             .and_then(|c| c.validate().map(|_| c))
         };
-        assert_eq!(DaemonConfig::default().engine.buffer_pool, "auto");
+        assert_eq!(DaemonConfig::default().buffer_pool_bytes(), 0);
         assert_eq!(load("auto").unwrap().buffer_pool_bytes(), 3 << 30);
         assert_eq!(load("5GiB").unwrap().buffer_pool_bytes(), 5 << 30);
         assert_eq!(load("0").unwrap().buffer_pool_bytes(), 0);
