@@ -50,16 +50,33 @@ pub fn malloc_trim() {
 /// CPU time (user + system) this process has used so far, in seconds: the difference over a
 /// stage is its core-seconds, whatever its parallelism.
 pub fn cpu_seconds() -> f64 {
+    let u = usage();
+    u.user_s + u.system_s
+}
+
+/// What this process has used so far (all threads; zeros where it cannot be read).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// Page faults served without I/O (a fresh page mapped and zeroed, among others).
+    pub minor_faults: u64,
+    /// Seconds in user code.
+    pub user_s: f64,
+    /// Seconds in the kernel on the process's behalf (page faults and zeroing among them).
+    pub system_s: f64,
+}
+
+/// The process's resource usage so far (`getrusage`).
+pub fn usage() -> Usage {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes one rusage into the pointer it is given, which is valid.
     let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } == 0;
     if !ok {
-        return 0.0;
+        return Usage::default();
     }
     // SAFETY: getrusage succeeded, so it filled the struct (and zeroed is valid anyway).
     let u = unsafe { u.assume_init() };
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
-    t(u.ru_utime) + t(u.ru_stime)
+    Usage { minor_faults: u.ru_minflt as u64, user_s: t(u.ru_utime), system_s: t(u.ru_stime) }
 }
 
 /// Buffers at least this large are asked to be backed by huge pages.

@@ -2,8 +2,11 @@
 //! partition under random parameters ([`partition`]), old vs new path end to end and the
 //! 0/1-split MSM ([`prove`]), the pipeline engine over N sectors ([`pipeline`]), warm PoSt
 //! latency against filecoin-proofs' prover ([`post`]), WinningPoSt latency under PoRep load
-//! ([`post_load`]) and the daemon load test ([`daemon`]). They print and return figures; they prove nothing a user keeps.
+//! ([`post_load`]), the daemon load test ([`daemon`]) and a fresh against a pooled
+//! partition-sized buffer ([`buffer_pool`]). They print and return figures; they prove nothing
+//! a user keeps.
 
+pub mod buffer_pool;
 pub mod daemon;
 pub mod partition;
 pub mod pce;

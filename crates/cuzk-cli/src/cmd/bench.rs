@@ -73,6 +73,11 @@ pub enum BenchCmd {
     /// PoRep sectors always in the engine; p50/p99/max per urgent-lane setting. Every
     /// WinningPoSt proof is verified. Writes JSON with --json.
     PostLoad(PostLoadArgs),
+    /// A partition-sized buffer made, filled on every core and freed each round, against the
+    /// same buffer kept in the buffer pool (the daemon's `engine.buffer_pool`) and refilled:
+    /// wall seconds, minor page faults and system seconds per round, medians without the
+    /// first round. Measures this machine's cost of fresh memory, not a proof.
+    BufferPool(BufferPoolArgs),
 }
 
 #[derive(Args)]
@@ -283,6 +288,7 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Params(a) => params(a),
         BenchCmd::Post(a) => post_bench(a),
         BenchCmd::PostLoad(a) => post_load_bench(a),
+        BenchCmd::BufferPool(a) => buffer_pool_bench(a),
     }
 }
 
@@ -830,6 +836,42 @@ fn params(a: ParamsArgs) -> Result<ExitCode> {
     }
     if let Some(path) = json {
         write_json(&path, &t)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct BufferPoolArgs {
+    /// The buffer's size in GiB (a 32 GiB PoRep partition's witness is ~4; its buffers ~13).
+    #[arg(long, default_value_t = 4.0)]
+    gib: f64,
+    /// Rounds each way (the first is left out of the medians).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn buffer_pool_bench(a: BufferPoolArgs) -> Result<ExitCode> {
+    if !(a.gib > 0.0 && a.gib <= 1024.0) {
+        bail!("--gib must be in (0, 1024], not {}", a.gib);
+    }
+    let scalars = (a.gib * (1u64 << 30) as f64 / 32.0) as usize;
+    let r = crate::bench::buffer_pool::run(scalars, a.rounds);
+    println!(
+        "{} buffer, {} threads, transparent huge pages: {}",
+        cuzk_core::mem::human_bytes(r.buffer_bytes),
+        r.threads,
+        r.transparent_huge_pages
+    );
+    for (name, m) in [("fresh", &r.fresh_median), ("pooled", &r.pooled_median)] {
+        println!(
+            "  {name:<7} {:>8.3} s  {:>9} minor faults  {:>7.3} s system  (median of rounds 2..)",
+            m.seconds, m.minor_faults, m.system_seconds
+        );
+    }
+    if let Some(path) = a.json {
+        write_json(&path, &r)?;
     }
     Ok(ExitCode::SUCCESS)
 }
