@@ -40,6 +40,9 @@
 #    partition through `bench partition` on the parameters c wrote, then (unless PIPE=0) one
 #    whole proof through `bench pce-pipeline` (j = 2, no warm-up, the 126 partition proofs
 #    aggregated with a test SnarkPack SRS, not verified: synthetic).
+# p: needs c on the same warm machine: the buffer pool's effect on a 32 GiB PoRep pipeline
+#    (`bench pce-pipeline`, j = 2, 1 warm-up + PIPE_N (2) sectors, under `/usr/bin/time -v`)
+#    for each pool size in POOLS (GiB, default 0,13): system time, minor faults, s/sector.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
 #    BACKEND (cuda) with `prove` — which verifies with verify_seal /
@@ -133,6 +136,12 @@ i)
         step pipe32-ni timeout "${T_PIPE:-540}" "$BIN" bench pce-pipeline --c1 "$WORK/ni/c1.json" --backend cuda -j 2 --num-proofs 1 \
             --warmup 0 --no-verify --json "$OUT/pipe32-ni.json"
     fi
+    ;;
+p)
+    for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
+        step "pipe32-pool-$g" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
+            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" --json "$OUT/pipe32-pool-$g.json"
+    done
     ;;
 v)
     step params2k timeout 120 "$BIN" params ensure --sector-size 2KiB
