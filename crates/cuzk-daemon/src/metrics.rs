@@ -66,6 +66,8 @@ pub struct Snapshot {
     pub budget_in_use_bytes: u64,
     /// Most bytes ever leased from the budget at once.
     pub budget_high_water_bytes: u64,
+    /// The process's buffer pool (`engine.buffer_pool`): capacity, idle bytes, reuses.
+    pub buffer_pool: cuzk_core::buffer_pool::PoolStats,
     /// (device, fraction of the retained window its provers were busy)
     pub device_busy: Vec<(String, f64)>,
     /// Host bytes of parameters and PCE per resident circuit.
@@ -133,6 +135,16 @@ pub fn render(m: &Snapshot) -> String {
     metric("cuzk_budget_bytes", "gauge", "The byte budget for in-flight partitions.", one(m.budget_bytes as f64));
     metric("cuzk_budget_in_use_bytes", "gauge", "Bytes leased by in-flight partitions now.", one(m.budget_in_use_bytes as f64));
     metric("cuzk_budget_high_water_bytes", "gauge", "Most bytes ever leased at once.", one(m.budget_high_water_bytes as f64));
+    let pool = &m.buffer_pool;
+    metric("cuzk_buffer_pool_capacity_bytes", "gauge", "Bytes of idle buffers the buffer pool may keep.", one(pool.capacity_bytes as f64));
+    metric("cuzk_buffer_pool_idle_bytes", "gauge", "Bytes of idle buffers the buffer pool keeps now.", one(pool.idle_bytes as f64));
+    metric(
+        "cuzk_buffer_pool_reused_total",
+        "counter",
+        "Large buffer requests served from the pool's idle buffers.",
+        one(pool.reused as f64),
+    );
+    metric("cuzk_buffer_pool_fresh_total", "counter", "Large buffer requests that got fresh memory.", one(pool.fresh as f64));
     metric(
         "cuzk_gpu_busy_ratio",
         "gauge",
@@ -203,6 +215,7 @@ mod tests {
             queue_wait_count: 3,
             queues: vec![QueueDepth { kind: "porep".into(), pending: 4, in_progress: 1 }],
             budget_bytes: 1 << 30,
+            buffer_pool: cuzk_core::buffer_pool::PoolStats { capacity_bytes: 64, idle_buffers: 1, idle_bytes: 32, reused: 5, fresh: 2 },
             device_busy: vec![("gpu0".into(), 0.5)],
             resident: vec![Resident { circuit: "porep-2k".into(), params_bytes: 10, pce_bytes: 20 }],
             device_resident: vec![
@@ -235,6 +248,10 @@ mod tests {
             "cuzk_queue_pending{kind=\"porep\"} 4",
             "cuzk_queue_in_progress{kind=\"porep\"} 1",
             "cuzk_budget_bytes 1073741824",
+            "cuzk_buffer_pool_capacity_bytes 64",
+            "cuzk_buffer_pool_idle_bytes 32",
+            "cuzk_buffer_pool_reused_total 5",
+            "cuzk_buffer_pool_fresh_total 2",
             "cuzk_gpu_busy_ratio{device=\"gpu0\"} 0.5",
             "cuzk_srs_resident_bytes{circuit=\"porep-2k\"} 10",
             "cuzk_pce_resident_bytes{circuit=\"porep-2k\"} 20",

@@ -169,6 +169,7 @@ impl Service {
             budget_bytes: budget.total(),
             budget_in_use_bytes: budget.in_use(),
             budget_high_water_bytes: budget.high_water(),
+            buffer_pool: cuzk_core::buffer_pool::scalar_pool().stats(),
             device_busy: trace.device_busy(|_| true).into_iter().collect(),
             resident: self
                 .status()
