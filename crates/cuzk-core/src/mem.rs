@@ -79,6 +79,10 @@ pub fn usage() -> Usage {
     Usage { minor_faults: u.ru_minflt as u64, user_s: t(u.ru_utime), system_s: t(u.ru_stime) }
 }
 
+/// The kernel's transparent-huge-page policy file: `always [madvise] never`, the bracketed
+/// one in force.
+pub const THP_POLICY_FILE: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+
 /// Buffers at least this large are asked to be backed by huge pages.
 pub const HUGE_PAGES_FROM: usize = 32 << 20;
 
@@ -245,7 +249,7 @@ mod tests {
         let n = (128 << 20) / 8; // 128 MiB of u64
         let plain = faults_filling(Vec::with_capacity, n);
         let huge = faults_filling(vec_with_huge_pages, n);
-        let policy = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        let policy = std::fs::read_to_string(THP_POLICY_FILE).unwrap_or_default();
         eprintln!("transparent huge pages {:?}: {plain} faults on 4 KiB pages, {huge} asked for huge pages", policy.trim());
         let pages = (n * 8 / 4096) as i64;
         if policy.contains("[always]") {

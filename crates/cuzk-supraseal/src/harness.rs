@@ -152,9 +152,7 @@ fn porep_kind() -> Result<std::sync::Arc<PorepC2>> {
 pub fn run(args: &Args) -> Result<bool> {
     let c1_path = args.c1.as_ref().context("the whole-C1 mode needs --c1 (--update is for partition mode)")?;
     let kind = porep_kind()?;
-    let meta_path = sector::meta_path_for(c1_path);
-    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let c1 = C1::load(c1_path, Some(meta.registered_proof))?;
+    let (meta, c1) = load_c1(c1_path)?;
     let id = meta.identity();
     let rp = c1.registered_proof;
     // Loaded (and checked) once here; the engine's reference proof below shares this copy.
@@ -339,6 +337,14 @@ pub fn run_partition(args: &Args) -> Result<bool> {
     Ok(report.proofs_equal_across_rounds && report.equal_to_expected != Some(false))
 }
 
+/// The C1 at `path` with the sector metadata beside it.
+fn load_c1(path: &std::path::Path) -> Result<(SectorMeta, C1)> {
+    let meta_path = sector::meta_path_for(path);
+    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
+    let c1 = C1::load(path, Some(meta.registered_proof))?;
+    Ok((meta, c1))
+}
+
 /// One partition's circuit, its witness and what they took.
 struct Subject {
     source: String,
@@ -352,8 +358,8 @@ struct Subject {
 /// Partition `k` of the C1 or of the SnapDeals request `args` names: its PCE (made if missing)
 /// and cuzk's witness.
 fn partition_subject(args: &Args, k: usize) -> Result<Subject> {
-    let settings = Settings::from_vars(|k| std::env::var_os(k));
     if let Some(path) = &args.update {
+        let settings = Settings::from_vars(|k| std::env::var_os(k));
         settings.apply()?;
         let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
         let input = UpdateInput::from_file_bytes(&path.display().to_string(), &bytes)?;
@@ -368,9 +374,7 @@ fn partition_subject(args: &Args, k: usize) -> Result<Subject> {
     }
     let c1_path = args.c1.as_ref().context("partition mode needs --c1 or --update")?;
     let kind = porep_kind()?;
-    let meta_path = sector::meta_path_for(c1_path);
-    let meta = SectorMeta::load(&meta_path).with_context(|| format!("reading {}", meta_path.display()))?;
-    let c1 = C1::load(c1_path, Some(meta.registered_proof))?;
+    let (meta, c1) = load_c1(c1_path)?;
     let t = Instant::now();
     let (pce, _) = kind.shared_pce(c1.registered_proof)?;
     let pce_s = secs(t);

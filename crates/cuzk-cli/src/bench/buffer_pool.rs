@@ -11,6 +11,8 @@ use cuzk_core::buffer_pool::BufferPool;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::bench::post::median;
+
 /// One round: take a buffer, fill it, give it back (or free it).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Round {
@@ -36,12 +38,13 @@ pub fn run(scalars: usize, rounds: usize) -> BufferPoolBench {
     let rounds = rounds.max(2);
     let fresh_pool = BufferPool::new();
     let fresh: Vec<Round> = (0..rounds).map(|_| round(&fresh_pool, scalars)).collect();
+    let buffer_bytes = scalars as u64 * 32;
     let pool = BufferPool::new();
-    pool.set_capacity(scalars as u64 * 32);
+    pool.set_capacity(buffer_bytes);
     let pooled: Vec<Round> = (0..rounds).map(|_| round(&pool, scalars)).collect();
-    let policy = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let policy = std::fs::read_to_string(cuzk_core::mem::THP_POLICY_FILE).unwrap_or_default();
     BufferPoolBench {
-        buffer_bytes: scalars as u64 * 32,
+        buffer_bytes,
         threads: rayon::current_num_threads(),
         transparent_huge_pages: policy.trim().to_string(),
         fresh_median: median_of_warm(&fresh),
@@ -67,12 +70,7 @@ fn round(pool: &BufferPool, scalars: usize) -> Round {
 
 /// Medians of each figure over the rounds after the first.
 fn median_of_warm(rounds: &[Round]) -> Round {
-    let warm = &rounds[1..];
-    let med = |f: fn(&Round) -> f64| {
-        let mut v: Vec<f64> = warm.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let med = |f: fn(&Round) -> f64| median(&rounds[1..].iter().map(f).collect::<Vec<_>>());
     Round { seconds: med(|r| r.seconds), minor_faults: med(|r| r.minor_faults as f64) as u64, system_seconds: med(|r| r.system_seconds) }
 }
 

@@ -56,7 +56,8 @@ pub(crate) fn stage_medians(runs: &[BTreeMap<String, f64>]) -> BTreeMap<String, 
     names.into_iter().map(|n| (n.clone(), median(&runs.iter().map(|r| r.get(n).copied().unwrap_or(0.0)).collect::<Vec<_>>()))).collect()
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The upper median (the middle value of an odd count, the upper middle of an even one).
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     s[s.len() / 2]

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use cuzk_core::mem::THP_POLICY_FILE;
 use cuzk_filecoin::param_cache::{self, CachedFile, Origin};
 use cuzk_filecoin::porep::params::ParamPaths;
 use cuzk_filecoin::porep::sector;
@@ -66,7 +67,7 @@ pub fn run(a: DoctorArgs) -> Result<ExitCode> {
     let mut checks = vec![build()];
     checks.extend(gpu());
     checks.push(driver());
-    checks.push(judge::huge_pages(std::fs::read_to_string(THP_POLICY).ok().as_deref()));
+    checks.push(judge::huge_pages(std::fs::read_to_string(THP_POLICY_FILE).ok().as_deref()));
     let dir = &settings().parameter_dir;
     let files = match param_cache::scan(dir, !a.quick) {
         Ok(f) => f,
@@ -157,9 +158,6 @@ fn params_layout(paths: &ParamPaths) -> std::result::Result<u64, String> {
     cuzk_core::params::check_vk_file(&paths.vk).map_err(|e| e.to_string())?;
     Ok(layout.file_bytes as u64)
 }
-
-/// The kernel's transparent-huge-page policy: `always [madvise] never`, the bracketed one in force.
-const THP_POLICY: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 
 /// Free bytes on the file system holding `dir` (its nearest existing ancestor).
 fn free_space(dir: &Path) -> Option<u64> {
@@ -318,10 +316,10 @@ pub mod judge {
                 what,
                 format!(
                     "transparent huge pages: {p}; a 32 GiB NI-PoRep proof took 9× the page faults and 38 % instead of 24 % of its CPU \
-                     time in the kernel without them (docs/RESULTS.md): `echo madvise > {THP_POLICY}`"
+                     time in the kernel without them (docs/RESULTS.md): `echo madvise > {THP_POLICY_FILE}`"
                 ),
             ),
-            None => Check::new(Status::Info, what, format!("not checked: no policy in {THP_POLICY}")),
+            None => Check::new(Status::Info, what, format!("not checked: no policy in {THP_POLICY_FILE}")),
         }
     }
 }
