@@ -805,6 +805,41 @@ impl CudaBackend {
         }
     }
 
+    /// A G1 MSM timed both ways the prover runs it, bases resident (uploaded before any timing):
+    /// scalars read from host memory (uploaded within each call) and scalars already on the
+    /// device (the H MSM's case, uploaded once before timing). One untimed call each way, then
+    /// `runs` timed ones; with both ways' last results, for the caller to compare.
+    pub(crate) fn time_g1_msm(&self, bases: &[G1Affine], scalars: &[Scalar], runs: usize) -> BackendResult<crate::MsmTimes> {
+        check_lengths(bases.len(), scalars.len())?;
+        let n = bases.len();
+        let r = self.resident(bases)?.ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
+        let mut host_scalars_s = Vec::with_capacity(runs);
+        let mut host_result = blstrs::G1Projective::identity();
+        for i in 0..=runs {
+            let t = Instant::now();
+            host_result = self.msm_gpu(bases, scalars, true)?;
+            if i > 0 {
+                host_scalars_s.push(t.elapsed().as_secs_f64());
+            }
+        }
+        let (d_s, _) = self.upload_witness(scalars.as_ptr(), n).map_err(dev_err)?;
+        let mut device_scalars_s = Vec::with_capacity(runs);
+        let mut device_result = blstrs::G1Projective::identity();
+        for i in 0..=runs {
+            let (sum, _, secs) = self
+                .in_pieces::<G1Affine>("msm (device scalars)", n, |off, len, out, m, c| {
+                    // SAFETY: d_s holds n scalars on this device; r holds n bases.
+                    unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c) }
+                })
+                .map_err(dev_err)?;
+            device_result = sum;
+            if i > 0 {
+                device_scalars_s.push(secs);
+            }
+        }
+        Ok(crate::MsmTimes { host_scalars_s, device_scalars_s, host_result, device_result })
+    }
+
     /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
         let (sum, pieces, secs) = self

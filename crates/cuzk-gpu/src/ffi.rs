@@ -150,3 +150,14 @@ extern "C" {
         cap: usize,
     ) -> i32;
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_public_quotient_stage_names_are_the_ones_the_stage_log_writes() {
+        for name in crate::QUOTIENT_TRANSFORM_STAGES.iter().chain(&crate::QUOTIENT_POINTWISE_STAGES) {
+            assert!(super::QUOTIENT_STAGES.contains(name), "{name}");
+            assert!(super::MATVEC_QUOTIENT_STAGES.contains(name), "{name}");
+        }
+    }
+}

@@ -199,6 +199,58 @@ pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>
     }
 }
 
+/// The quotient's transforms as the stage log ([`take_stage_log`]) names them: six NTTs of the
+/// domain size, each timed on the device with CUDA events.
+pub const QUOTIENT_TRANSFORM_STAGES: [&str; 6] = [
+    "quotient: a intt",
+    "quotient: a coset ntt",
+    "quotient: b intt",
+    "quotient: b coset ntt",
+    "quotient: c intt",
+    "quotient: coset intt",
+];
+
+/// The quotient's pointwise steps as the stage log names them: a·b, then (a·b − c)/Z with the
+/// final bit reversal.
+pub const QUOTIENT_POINTWISE_STAGES: [&str; 2] = ["quotient: a*b", "quotient: (-c)/z + bit reversal"];
+
+/// A G1 MSM's times on a device from [`time_g1_msm`]: seconds per timed call each way the
+/// prover runs it, and each way's result.
+#[derive(Clone, Debug)]
+pub struct MsmTimes {
+    /// Scalars read from host memory and uploaded within each call (the A, B and L MSMs).
+    pub host_scalars_s: Vec<f64>,
+    /// Scalars already in device memory (the H MSM, whose scalars the quotient leaves there).
+    pub device_scalars_s: Vec<f64>,
+    /// The last host-scalars call's result.
+    pub host_result: cuzk_core::G1Projective,
+    /// The last device-scalars call's result.
+    pub device_result: cuzk_core::G1Projective,
+}
+
+/// Times Σ scalarsᵢ·basesᵢ in G1 on `device` with its bases resident (uploaded before any
+/// timing), `runs` times each way after one untimed call each: for `cuzk bench msm`. Errors
+/// name a missing build or device, bases that do not fit, or a failed CUDA call.
+pub fn time_g1_msm(
+    device: usize,
+    options: &GpuOptions,
+    bases: &[cuzk_core::G1Affine],
+    scalars: &[cuzk_core::Scalar],
+    runs: usize,
+) -> Result<MsmTimes, cuzk_core::backend::BackendError> {
+    #[cfg(feature = "cuda")]
+    {
+        let b = cuda::CudaBackend::new(device, options.resident_budget, options.urgent_grace())
+            .map_err(|e| cuzk_core::backend::BackendError::Device(e.to_string()))?;
+        b.time_g1_msm(bases, scalars, runs)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (device, options, bases, scalars, runs);
+        Err(cuzk_core::backend::BackendError::Device(GpuError::NotBuilt.to_string()))
+    }
+}
+
 /// Per-stage device times of the calls made so far as (stage, seconds), taken and reset, for
 /// benchmarks; always empty without CUDA.
 pub fn take_stage_log() -> Vec<(String, f64)> {

@@ -2,12 +2,14 @@
 //! partition under random parameters ([`partition`]), old vs new path end to end and the
 //! 0/1-split MSM ([`prove`]), the pipeline engine over N sectors ([`pipeline`]), warm PoSt
 //! latency against filecoin-proofs' prover ([`post`]), WinningPoSt latency under PoRep load
-//! ([`post_load`]), the daemon load test ([`daemon`]) and a fresh against a pooled
-//! partition-sized buffer ([`buffer_pool`]). They print and return figures; they prove nothing
+//! ([`post_load`]), the daemon load test ([`daemon`]), a fresh against a pooled
+//! partition-sized buffer ([`buffer_pool`]) and the MSM and quotient kernels of each
+//! implementation side by side ([`kernels`]). They print and return figures; they prove nothing
 //! a user keeps.
 
 pub mod buffer_pool;
 pub mod daemon;
+pub mod kernels;
 pub mod partition;
 pub mod pce;
 pub mod pipeline;

@@ -78,6 +78,17 @@ pub enum BenchCmd {
     /// wall seconds, minor page faults and system seconds per round, medians without the
     /// first round. Measures this machine's cost of fresh memory, not a proof.
     BufferPool(BufferPoolArgs),
+    /// G1 MSMs of 2^k full random scalars for each k of --log-n, each implementation of
+    /// --impl side by side in one run (bases resident on a device; there both with the scalars
+    /// uploaded in the call and already on the device, the H MSM's case): one untimed run,
+    /// then the median and minimum of --runs. Every implementation's sum must be the same
+    /// point; exits 1 otherwise. 2^27 needs ~13 GiB for the bases (host and device).
+    Msm(KernelArgs),
+    /// One NTT of 2^k and the Groth16 quotient (six NTTs of 2^k and the pointwise steps) for
+    /// each k of --log-n, each implementation side by side: on a device the NTT and quotient
+    /// parts are CUDA-event times with the inputs on the device, and the round trip adds the
+    /// host copies. Every implementation's H must be the same; exits 1 otherwise.
+    Ntt(KernelArgs),
 }
 
 #[derive(Args)]
@@ -289,6 +300,8 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Post(a) => post_bench(a),
         BenchCmd::PostLoad(a) => post_load_bench(a),
         BenchCmd::BufferPool(a) => buffer_pool_bench(a),
+        BenchCmd::Msm(a) => kernel_bench(a, crate::bench::kernels::msm),
+        BenchCmd::Ntt(a) => kernel_bench(a, crate::bench::kernels::ntt),
     }
 }
 
@@ -874,4 +887,80 @@ fn buffer_pool_bench(a: BufferPoolArgs) -> Result<ExitCode> {
         write_json(&path, &r)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct KernelArgs {
+    /// Sizes as log2 of the point count: a range `20..27` (both ends included) or a list
+    /// `20,24,27`.
+    #[arg(long, default_value = "16..20", value_parser = log_sizes)]
+    log_n: LogSizes,
+    /// Implementations to time, side by side: cpu (this host's cores), sppark (sppark's
+    /// kernels on the CUDA device; needs a CUDA build).
+    #[arg(long = "impl", value_enum, value_delimiter = ',', default_value = "cpu")]
+    implementations: Vec<crate::bench::kernels::Impl>,
+    /// Timed runs per size and implementation, after one untimed run.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// The CUDA device index.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Sizes (log2) from `--log-n`.
+#[derive(Clone, Debug)]
+pub struct LogSizes(Vec<u32>);
+
+fn log_sizes(v: &str) -> std::result::Result<LogSizes, String> {
+    let parse = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{x}` is not a size (log2 of the point count)"));
+    let sizes: Vec<u32> = match v.split_once("..") {
+        Some((lo, hi)) => (parse(lo)?..=parse(hi)?).collect(),
+        None => v.split(',').map(parse).collect::<std::result::Result<_, _>>()?,
+    };
+    match sizes.iter().find(|&&k| !(1..=28).contains(&k)) {
+        _ if sizes.is_empty() => Err(format!("`{v}` names no size (a range lo..hi needs lo ≤ hi)")),
+        Some(k) => Err(format!("2^{k} is outside 2^1..2^28")),
+        None => Ok(LogSizes(sizes)),
+    }
+}
+
+type KernelRun = fn(&[crate::bench::kernels::Impl], &[u32], usize, &crate::bench::kernels::DeviceChoice) -> Result<crate::bench::kernels::KernelBench>;
+
+fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let device = crate::bench::kernels::DeviceChoice { device: a.device, options: cuzk_gpu::GpuOptions::default() };
+    let r = run(&a.implementations, &a.log_n.0, a.runs, &device)?;
+    println!("{} threads{}", r.threads, r.device.as_ref().map(|d| format!(", device {d}")).unwrap_or_default());
+    println!("{:<8} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
+    for x in &r.rows {
+        println!("{:<8} {:<24} 2^{:<3} {:>11.5} {:>11.5}", format!("{:?}", x.implementation).to_lowercase(), x.what, x.log_n, x.median_s, x.min_s);
+    }
+    if let Some(path) = a.json {
+        write_json(&path, &r)?;
+    }
+    if r.mismatches.is_empty() {
+        println!("every implementation's result agreed at every size");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for m in &r.mismatches {
+            eprintln!("results differ: {m}");
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+#[cfg(test)]
+mod kernel_args_tests {
+    #[test]
+    fn sizes_parse_as_a_range_or_a_list_and_bad_ones_are_named() {
+        assert_eq!(super::log_sizes("20..23").unwrap().0, [20, 21, 22, 23]);
+        assert_eq!(super::log_sizes("20,27").unwrap().0, [20, 27]);
+        assert!(super::log_sizes("27..20").unwrap_err().contains("lo ≤ hi"));
+        assert!(super::log_sizes("20..40").unwrap_err().contains("2^29"));
+        assert!(super::log_sizes("x").unwrap_err().contains("`x`"));
+    }
 }
