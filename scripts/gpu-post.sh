@@ -55,6 +55,10 @@
 # n: the native witnesses on the host's cores (no GPU needed): `bench witness-modes` on a
 #    synthetic 32 GiB WindowPoSt partition, WinningPoSt, SnapDeals partition and PoRep
 #    partition, gadgets and native side by side, every value compared.
+# k: the MSM and quotient kernels (issue 24's baseline): `bench msm` and `bench ntt` with
+#    sppark on the device from 2^20 to 2^27 (KRUNS, default 5, after one untimed run; the MSM
+#    with host and with device-resident scalars, the quotient by its CUDA-event stages), and
+#    both against the CPU backend at small sizes (results compared; exit 1 on a difference).
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
@@ -171,6 +175,12 @@ n)
     step wm-update timeout 120 "$BIN" bench witness-modes --update "$WORK/update32/update.json" --json "$OUT/wm-update32.json"
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
     step wm-porep timeout 120 "$BIN" bench witness-modes --c1 "$WORK/c1/c1.json" --json "$OUT/wm-porep32.json"
+    ;;
+k)
+    step msm timeout 120 "$BIN" bench msm --impl sppark --log-n 20..27 --runs "${KRUNS:-5}" --json "$OUT/msm.json"
+    step ntt timeout 120 "$BIN" bench ntt --impl sppark --log-n 20..27 --runs "${KRUNS:-5}" --json "$OUT/ntt.json"
+    step msm-check timeout 60 "$BIN" bench msm --impl cpu,sppark --log-n 16..20 --runs 2
+    step ntt-check timeout 60 "$BIN" bench ntt --impl cpu,sppark --log-n 12..20 --runs 2
     ;;
 t)
     for t in cuzk-gpu-unit cuzk-gpu-cuda-tests; do
