@@ -812,7 +812,9 @@ impl CudaBackend {
     pub(crate) fn time_g1_msm(&self, bases: &[G1Affine], scalars: &[Scalar], runs: usize) -> BackendResult<crate::MsmTimes> {
         check_lengths(bases.len(), scalars.len())?;
         let n = bases.len();
-        let r = self.resident(bases)?.ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
+        let r = self
+            .resident(bases)?
+            .ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
         let mut host_scalars_s = Vec::with_capacity(runs);
         let mut host_result = blstrs::G1Projective::identity();
         for i in 0..=runs {

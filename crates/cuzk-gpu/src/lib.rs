@@ -201,14 +201,8 @@ pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>
 
 /// The quotient's transforms as the stage log ([`take_stage_log`]) names them: six NTTs of the
 /// domain size, each timed on the device with CUDA events.
-pub const QUOTIENT_TRANSFORM_STAGES: [&str; 6] = [
-    "quotient: a intt",
-    "quotient: a coset ntt",
-    "quotient: b intt",
-    "quotient: b coset ntt",
-    "quotient: c intt",
-    "quotient: coset intt",
-];
+pub const QUOTIENT_TRANSFORM_STAGES: [&str; 6] =
+    ["quotient: a intt", "quotient: a coset ntt", "quotient: b intt", "quotient: b coset ntt", "quotient: c intt", "quotient: coset intt"];
 
 /// The quotient's pointwise steps as the stage log names them: a·b, then (a·b − c)/Z with the
 /// final bit reversal.

@@ -147,8 +147,11 @@ pub fn ntt(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
     let max = 1usize << log_ns.iter().copied().max().context("no sizes")?;
     let inputs: Vec<Vec<Scalar>> = (0..3).map(|i| scalars(max, 21 + i)).collect();
     let cpu = CpuBackend::new();
-    let gpu: Option<Box<dyn Backend>> =
-        if impls.contains(&Impl::Sppark) { Some(cuzk_gpu::open_with(d.device, &d.options).context("opening the CUDA device")?) } else { None };
+    let gpu: Option<Box<dyn Backend>> = if impls.contains(&Impl::Sppark) {
+        Some(cuzk_gpu::open_with(d.device, &d.options).context("opening the CUDA device")?)
+    } else {
+        None
+    };
     let mut rows = Vec::new();
     let mut mismatches = Vec::new();
     for &log_n in log_ns {
@@ -191,6 +194,9 @@ pub fn ntt(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
     Ok(KernelBench { threads: rayon::current_num_threads(), device: device_name(impls, d), rows, mismatches })
 }
 
+/// One named figure's timed runs.
+type Column = (&'static str, Vec<f64>);
+
 /// The quotient on a device backend `runs` times after one untimed run, split by its stage
 /// log into one NTT (the first transform), the six NTTs, the pointwise steps, their sum (the
 /// device's time with the inputs on it) and the host's round trip; with the last H.
@@ -198,7 +204,7 @@ fn device_quotient_runs(
     gpu: &dyn Backend,
     runs: usize,
     abc: impl Fn() -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
-) -> Result<(Vec<Scalar>, Vec<(&'static str, Vec<f64>)>)> {
+) -> Result<(Vec<Scalar>, Vec<Column>)> {
     let (transforms, pointwise) = (&cuzk_gpu::QUOTIENT_TRANSFORM_STAGES, &cuzk_gpu::QUOTIENT_POINTWISE_STAGES);
     let mut h = Vec::new();
     let per_run = repeat(runs, || {

@@ -926,7 +926,8 @@ fn log_sizes(v: &str) -> std::result::Result<LogSizes, String> {
     }
 }
 
-type KernelRun = fn(&[crate::bench::kernels::Impl], &[u32], usize, &crate::bench::kernels::DeviceChoice) -> Result<crate::bench::kernels::KernelBench>;
+type KernelRun =
+    fn(&[crate::bench::kernels::Impl], &[u32], usize, &crate::bench::kernels::DeviceChoice) -> Result<crate::bench::kernels::KernelBench>;
 
 fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     if a.runs == 0 {
@@ -937,7 +938,14 @@ fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     println!("{} threads{}", r.threads, r.device.as_ref().map(|d| format!(", device {d}")).unwrap_or_default());
     println!("{:<8} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
     for x in &r.rows {
-        println!("{:<8} {:<24} 2^{:<3} {:>11.5} {:>11.5}", format!("{:?}", x.implementation).to_lowercase(), x.what, x.log_n, x.median_s, x.min_s);
+        println!(
+            "{:<8} {:<24} 2^{:<3} {:>11.5} {:>11.5}",
+            format!("{:?}", x.implementation).to_lowercase(),
+            x.what,
+            x.log_n,
+            x.median_s,
+            x.min_s
+        );
     }
     if let Some(path) = a.json {
         write_json(&path, &r)?;
