@@ -53,6 +53,18 @@ impl<T> Registry<T> {
         guard.clone()
     }
 
+    /// Replaces `key`'s value by what `f` makes of the current one (`None` from `f`: keep it),
+    /// under the slot's lock, so concurrent updates and first loads of the key run one at a
+    /// time; returns the value now held. An error from `f` changes nothing.
+    pub fn update<E>(&self, key: &str, f: impl FnOnce(Option<&Arc<T>>) -> Result<Option<T>, E>) -> Result<Option<Arc<T>>, E> {
+        let slot = self.slot(key);
+        let mut guard = lock(&slot);
+        if let Some(v) = f(guard.as_ref())? {
+            *guard = Some(Arc::new(v));
+        }
+        Ok(guard.clone())
+    }
+
     /// Drops the registry's reference to `key`'s value and returns it (`None` if absent).
     pub fn evict(&self, key: &str) -> Option<Arc<T>> {
         let slot = lock(&self.slots).as_ref()?.get(key)?.clone();
@@ -81,5 +93,17 @@ mod tests {
         assert!(r.get("a").is_none());
         assert!(r.evict("a").is_none());
         assert_eq!(*r.get_or_init::<()>("a", || Ok(3)).unwrap(), 3, "made again after eviction");
+    }
+
+    #[test]
+    fn update_replaces_keeps_or_fails_without_change() {
+        let r: Registry<u32> = Registry::new();
+        let kept = r.update::<()>("a", |cur| Ok(cur.map(|v| **v + 1))).unwrap();
+        assert!(kept.is_none(), "nothing to update, nothing made");
+        r.get_or_init::<()>("a", || Ok(1)).unwrap();
+        assert_eq!(*r.update::<()>("a", |cur| Ok(cur.map(|v| **v + 1))).unwrap().unwrap(), 2);
+        assert_eq!(*r.update::<()>("a", |_| Ok(None)).unwrap().unwrap(), 2, "None keeps the value");
+        assert!(r.update("a", |_| Err("no")).is_err());
+        assert_eq!(*r.get("a").unwrap(), 2, "a failed update changes nothing");
     }
 }

@@ -69,6 +69,11 @@ pub struct EngineSection {
     /// out of `budget` and capped at half of it, so add it to the budget. "0" (the default,
     /// until it is measured on a device) keeps none; "auto" = an eighth of the budget.
     pub buffer_pool: String,
+    /// With the mat-vec on the GPUs, drop the host's copy of a circuit's matrix entries (4.3
+    /// of the 5.9 GB a 32 GiB PoRep PCE holds) once every GPU holds the matrices; a GPU that
+    /// loses its copy, or a CPU retry, reloads them from the PCE cache file. Off by default
+    /// until measured on a device.
+    pub release_host_matrices: bool,
     /// Run verify_seal on every proof before returning it (a request can opt out).
     pub verify: bool,
     /// When a device fails on a partition: "fail" (the job fails with the device's error) or
@@ -110,6 +115,7 @@ impl Default for EngineSection {
             max_in_flight: 0,
             budget: "auto".into(),
             buffer_pool: "0".into(),
+            release_host_matrices: false,
             verify: true,
             on_device_error: "fail".into(),
             inject_fault: String::new(),
@@ -323,6 +329,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_MAX_IN_FLIGHT", "engine.max_in_flight"),
     ("CUZK_BUDGET", "engine.budget"),
     ("CUZK_BUFFER_POOL", "engine.buffer_pool"),
+    ("CUZK_RELEASE_HOST_MATRICES", "engine.release_host_matrices"),
     ("CUZK_VERIFY", "engine.verify"),
     ("CUZK_ON_DEVICE_ERROR", "engine.on_device_error"),
     ("CUZK_INJECT_FAULT", "engine.inject_fault"),
@@ -405,6 +412,7 @@ impl DaemonConfig {
             "engine.max_in_flight" => self.engine.max_in_flight = num(v)?,
             "engine.budget" => self.engine.budget = v.into(),
             "engine.buffer_pool" => self.engine.buffer_pool = v.trim().into(),
+            "engine.release_host_matrices" => self.engine.release_host_matrices = parse_bool(v)?,
             "engine.verify" => self.engine.verify = parse_bool(v)?,
             "engine.on_device_error" => self.engine.on_device_error = v.trim().into(),
             "engine.inject_fault" => self.engine.inject_fault = v.trim().into(),
@@ -746,6 +754,17 @@ mod tests {
             vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
         let c = crate::server::try_engine_config(&load("5GiB").unwrap(), cpu).unwrap();
         assert_eq!((c.buffer_pool_bytes, c.budget_bytes), (5 << 30, 24 << 30));
+    }
+
+    #[test]
+    fn releasing_host_matrices_is_off_by_default_and_reaches_the_engine_when_set() {
+        let cpu =
+            || vec![cuzk_pipeline::Device { name: "cpu".into(), backend: std::sync::Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }];
+        let off = DaemonConfig::load(None, |_| None).unwrap();
+        assert!(!crate::server::try_engine_config(&off, cpu()).unwrap().release_host_matrices);
+        let on = DaemonConfig::load(None, |k| (k == "CUZK_RELEASE_HOST_MATRICES").then(|| "true".to_string())).unwrap();
+        assert!(crate::server::try_engine_config(&on, cpu()).unwrap().release_host_matrices);
+        assert!(DaemonConfig::load(None, |k| (k == "CUZK_RELEASE_HOST_MATRICES").then(|| "maybe".to_string())).is_err());
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub fn engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Config {
 pub fn try_engine_config(cfg: &DaemonConfig, devices: Vec<Device>) -> Result<Config, DaemonError> {
     let mut c = Config::cpu(cfg.engine.synthesis_workers, cfg.budget_bytes());
     c.buffer_pool_bytes = cfg.buffer_pool_bytes();
+    c.release_host_matrices = cfg.engine.release_host_matrices;
     let plans = cfg.fault_plans()?;
     if !plans.is_empty() {
         tracing::warn!(faults = %cfg.engine.inject_fault, "FAULT INJECTION is on: device calls will fail or be corrupted as configured");

@@ -259,8 +259,15 @@ impl Drop for ResidentPce {
     }
 }
 
+/// The resident matrices' key: the caller's identity with the shape, which lets matrices whose
+/// host entries were released find their device copy; else the host arrays' addresses and
+/// fingerprints.
 fn pce_key(m: &Matrices) -> Vec<u64> {
     let mut key = vec![m.num_inputs as u64, m.num_aux as u64, m.coeffs.len() as u64, fingerprint(m.coeffs)];
+    if let Some(id) = m.identity {
+        key.extend([u64::MAX, id, m.rows() as u64]);
+        return key;
+    }
     for x in [&m.a, &m.b, &m.c] {
         key.extend([x.cols.as_ptr() as u64, x.cols.len() as u64, x.row_ptr.as_ptr() as u64, fingerprint(x.cols), fingerprint(x.coeff_idx)]);
     }
@@ -718,6 +725,15 @@ impl CudaBackend {
         if let Some(r) = slots.get(&key) {
             return Ok(r);
         }
+        if m.entries_released() {
+            // Not resident here (evicted, or another device's copy): the caller reloads the
+            // entries and calls again.
+            return Err(BackendError::Device(format!(
+                "the matrices of this circuit ({} rows) are not resident on device {} and their host entries were released",
+                m.rows(),
+                self.dev
+            )));
+        }
         m.check_indices()?;
         let t = Instant::now();
         let host = [&m.a, &m.b, &m.c].map(|x| ffi::CsrHost {
@@ -973,6 +989,10 @@ impl Backend for CudaBackend {
         let bases = self.resident_cache().report();
         let slots = self.pce_slots();
         cuzk_core::backend::ResidentReport { matrices: slots.len(), matrix_bytes: slots.values().map(|p| p.bytes).sum(), ..bases }
+    }
+
+    fn holds_matrices(&self, m: &Matrices) -> bool {
+        m.identity.is_some() && self.pce_slots().contains(&pce_key(m))
     }
 
     fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> u64 {

@@ -178,6 +178,11 @@ impl<K: PartialEq, T> RecentSlots<K, T> {
         Some(value)
     }
 
+    /// Whether `key` has a value (its use is not counted).
+    pub fn contains(&self, key: &K) -> bool {
+        self.entries.iter().any(|(k, _)| k == key)
+    }
+
     /// Adds `value` under `key` (replacing a value of the same key) as the most recently used,
     /// dropping the least recently used values beyond the capacity; returns how many it dropped.
     pub fn insert(&mut self, key: K, value: Arc<T>) -> usize {

@@ -66,6 +66,11 @@ pub struct PreCompiledCircuit {
     pub b_input_density: Vec<u64>,
     /// Aux variables that appear in B.
     pub b_aux_density: Vec<u64>,
+    /// A digest of the circuit's identity, set by whoever loads the PCE for a circuit (the
+    /// pipeline's registry), not stored in the cache: devices key their resident copy of the
+    /// matrices by it, which lets the host release its entries ([`Self::with_entries_released`]).
+    #[serde(skip)]
+    pub identity: Option<u64>,
 }
 
 /// The density bitmaps' helpers, defined once in cuzk-core.
@@ -86,17 +91,62 @@ impl PreCompiledCircuit {
             + (self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len()) * 8
     }
 
+    /// This PCE without the matrices' entries (columns and coefficient indices, ~3/4 of its
+    /// bytes): what the host keeps once every device holds a copy of the matrices. The row
+    /// offsets, coefficients, densities and counts stay; [`Self::evaluate`] then refuses, and
+    /// only a backend holding the matrices under [`Self::identity`] can prove with it. `None`
+    /// when there is no identity to find the device copy by.
+    pub fn with_entries_released(&self) -> Option<PreCompiledCircuit> {
+        self.identity?;
+        let rows_only = |m: &CsrMatrix| CsrMatrix { row_ptr: m.row_ptr.clone(), cols: Vec::new(), coeff_idx: Vec::new() };
+        Some(PreCompiledCircuit { a: rows_only(&self.a), b: rows_only(&self.b), c: rows_only(&self.c), ..self.clone_without_matrices() })
+    }
+
+    /// Whether the matrices' entries were released ([`Self::with_entries_released`]).
+    pub fn entries_released(&self) -> bool {
+        self.matrices().entries_released()
+    }
+
+    fn clone_without_matrices(&self) -> PreCompiledCircuit {
+        PreCompiledCircuit {
+            num_constraints: self.num_constraints,
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            a: CsrMatrix::default(),
+            b: CsrMatrix::default(),
+            c: CsrMatrix::default(),
+            coeffs: self.coeffs.clone(),
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            identity: self.identity,
+        }
+    }
+
     /// The matrices as a backend reads them.
     pub fn matrices(&self) -> Matrices<'_> {
         fn v(m: &CsrMatrix) -> CsrView<'_> {
             CsrView { row_ptr: &m.row_ptr, cols: &m.cols, coeff_idx: &m.coeff_idx }
         }
-        Matrices { num_inputs: self.num_inputs, num_aux: self.num_aux, a: v(&self.a), b: v(&self.b), c: v(&self.c), coeffs: &self.coeffs }
+        Matrices {
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            a: v(&self.a),
+            b: v(&self.b),
+            c: v(&self.c),
+            coeffs: &self.coeffs,
+            identity: self.identity,
+        }
     }
 
     /// Evaluates the three matrices on a witness (`inputs[0]` must be ONE) with the CPU
     /// kernel ([`cuzk_core::backend::sparse::evaluate_cpu`]).
     pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<Evaluations> {
+        if self.entries_released() {
+            return Err(PceError::Witness(
+                "the matrices' entries were released on the host (a device holds them): reload the PCE to evaluate here".into(),
+            ));
+        }
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(PceError::Witness(format!(
                 "witness has {} inputs and {} aux; the circuit has {} and {}",

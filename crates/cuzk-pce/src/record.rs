@@ -158,6 +158,7 @@ impl RecordingCs {
             a_aux_density: a_aux,
             b_input_density: b_in,
             b_aux_density: b_aux,
+            identity: None,
         })
     }
 }

@@ -213,3 +213,25 @@ fn registry_hands_out_one_copy() {
     assert!(Arc::ptr_eq(&got[0], &c));
     assert_eq!(BUILDS.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn a_pce_with_released_entries_keeps_its_counts_and_densities_and_refuses_to_evaluate() {
+    let mut pce = sample();
+    assert!(pce.with_entries_released().is_none(), "no identity: nothing could find the device copy");
+    pce.identity = Some(42);
+    let released = pce.with_entries_released().unwrap();
+    assert!(released.entries_released() && !pce.entries_released());
+    assert_eq!(
+        (released.num_constraints, released.num_inputs, released.num_aux, released.identity),
+        (pce.num_constraints, pce.num_inputs, pce.num_aux, Some(42))
+    );
+    assert_eq!((&released.a_aux_density, &released.b_aux_density, &released.coeffs), (&pce.a_aux_density, &pce.b_aux_density, &pce.coeffs));
+    assert_eq!(released.matrices().rows(), pce.matrices().rows());
+    assert_eq!(released.a.row_ptr, pce.a.row_ptr);
+    assert!(released.bytes() < pce.bytes());
+    let inputs = vec![blstrs::Scalar::from(1u64); pce.num_inputs];
+    let aux = vec![blstrs::Scalar::from(0u64); pce.num_aux];
+    assert!(pce.evaluate(&inputs, &aux).is_ok());
+    let e = released.evaluate(&inputs, &aux).unwrap_err().to_string();
+    assert!(e.contains("released"), "{e}");
+}

@@ -121,6 +121,12 @@ pub struct Config {
     /// [`Engine::start`] sets the process's pool to it; 0 leaves the pool as it is (keeping
     /// nothing unless another engine in the process sized it).
     pub buffer_pool_bytes: u64,
+    /// Release the host's copy of a circuit's matrix entries (~3/4 of a PCE's bytes: 4.3 of
+    /// 5.9 GB for a 32 GiB PoRep partition) once every device holds the matrices, with the
+    /// mat-vec on the devices ([`MatVecPlace::Backend`]). A device that has lost its copy, or a
+    /// CPU fallback, reloads them from the PCE's cache file. Only PCEs loaded through
+    /// [`crate::resources`] are released.
+    pub release_host_matrices: bool,
     /// How the provers compute the aux MSMs (L, A, B in G1 and G2).
     pub mode: MsmMode,
     /// Where a, b, c are computed: the mat-vec stage on the CPU (host), or the prover's
@@ -176,6 +182,7 @@ impl Config {
             devices: vec![Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) }],
             budget_bytes,
             buffer_pool_bytes: 0,
+            release_host_matrices: false,
             mode: MsmMode::Auto,
             matvec: MatVecPlace::Auto,
             on_device_error: DeviceErrorPolicy::Fail,
@@ -435,9 +442,17 @@ impl Engine {
             threads.push(spawn(format!("cuzk-matvec-{mi}"), matvec_stage(stage.clone(), mi, mv_rx.clone(), pr_tx.clone(), matvec))?);
         }
         drop(pr_tx);
+        let release_when_held: Option<Arc<[Arc<dyn Backend>]>> =
+            (cfg.release_host_matrices && matvec == MatVecPlace::Backend).then(|| cfg.devices.iter().map(|d| d.backend.clone()).collect());
         for dev in &cfg.devices {
-            let prover =
-                |index: String| Prover { dev: dev.clone(), index, mode: cfg.mode, stats: stats.clone(), fallback: fallback.clone() };
+            let prover = |index: String| Prover {
+                dev: dev.clone(),
+                index,
+                mode: cfg.mode,
+                stats: stats.clone(),
+                fallback: fallback.clone(),
+                release_when_held: release_when_held.clone(),
+            };
             for pi in 0..cfg.provers_per_device.max(1) {
                 let stage_fn =
                     prove_stage(stage.clone(), prover(pi.to_string()), urgent_rx.clone(), Some(pr_rx.clone()), urgent_lane.clone());
@@ -705,10 +720,15 @@ fn witness_stage(
 fn evaluate(st: &Stage, lane: &str, c: &Carry, w: &WitnessCs, place: MatVecPlace) -> Result<Option<Evaluations>, PipelineError> {
     match place {
         MatVecPlace::Backend => Ok(None),
-        _ => st.trace.record("mat-vec", c.id, c.k, lane, "", || {
-            guarded("mat-vec", || c.pce.evaluate(&w.inputs, &w.aux).map(Some).map_err(|e| PipelineError::Prove(Arc::new(e))))
-        }),
+        _ => st.trace.record("mat-vec", c.id, c.k, lane, "", || guarded("mat-vec", || evaluate_on_host(c, w).map(Some))),
     }
+}
+
+/// a, b, c of a partition on the host, with the matrix entries reloaded first if they were
+/// released.
+fn evaluate_on_host(c: &Carry, w: &WitnessCs) -> Result<Evaluations, PipelineError> {
+    let pce = crate::resources::with_entries(&c.pce)?;
+    pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))
 }
 
 /// Mat-vec: a, b, c on the host, unless the backend evaluates the matrices itself.
@@ -738,6 +758,9 @@ struct Prover {
     stats: Arc<Stats>,
     /// The CPU backend a failed device's partition is retried on (`RetryOnCpu`).
     fallback: Option<Arc<dyn Backend>>,
+    /// Every device of the engine, when the host releases a circuit's matrix entries once they
+    /// all hold its matrices (`Config::release_host_matrices`).
+    release_when_held: Option<Arc<[Arc<dyn Backend>]>>,
 }
 
 impl Prover {
@@ -745,21 +768,56 @@ impl Prover {
     /// on the CPU.
     fn prove(&self, trace: &Trace, lane: &str, c: &Carry, w: &WitnessCs, eval: Option<Evaluations>) -> Result<Proof<Bls12>, PipelineError> {
         let dev = &self.dev;
-        let result = trace.record("prove", c.id, c.k, lane, &dev.name, || {
-            guarded("prove", || prove_partition(dev.backend.as_ref(), c, w, eval, self.mode))
-        });
+        let on_device = eval.is_none();
+        let prove_on_device = |pce: &PreCompiledCircuit, eval| {
+            trace.record("prove", c.id, c.k, lane, &dev.name, || {
+                guarded("prove", || prove_partition(dev.backend.as_ref(), c, pce, w, eval, self.mode))
+            })
+        };
+        let result = match prove_on_device(&c.pce, eval) {
+            // The matrices' host entries were released and this device has no copy (evicted,
+            // or never uploaded): reload them, let the device take its copy again, and release
+            // them again once every device holds one.
+            Err(e) if retried_on_cpu(&e) && c.pce.entries_released() => {
+                tracing::info!(proof = c.id, partition = c.k, device = %dev.name, "{}; reloading the matrix entries", e.chain());
+                crate::resources::with_entries(&c.pce).and_then(|full| {
+                    let proof = prove_on_device(&full, None)?;
+                    self.release_if_held(&full);
+                    Ok(proof)
+                })
+            }
+            Ok(proof) if on_device => {
+                self.release_if_held(&c.pce);
+                Ok(proof)
+            }
+            r => r,
+        };
         match (result, &self.fallback) {
             (Err(e), Some(cpu)) if retried_on_cpu(&e) => {
                 tracing::warn!(proof = c.id, partition = c.k, device = %dev.name, "{}; proving this partition again on the CPU", e.chain());
                 self.stats.retried_on_cpu.fetch_add(1, Ordering::Relaxed);
                 trace.record("prove", c.id, c.k, &format!("retry-cpu-{}-{}", dev.name, self.index), "cpu", || {
                     guarded("prove", || {
-                        let eval = c.pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))?;
-                        prove_partition(cpu.as_ref(), c, w, Some(eval), self.mode)
+                        let pce = crate::resources::with_entries(&c.pce)?;
+                        let eval = pce.evaluate(&w.inputs, &w.aux).map_err(|e| PipelineError::Prove(Arc::new(e)))?;
+                        prove_partition(cpu.as_ref(), c, &pce, w, Some(eval), self.mode)
                     })
                 })
             }
             (r, _) => r,
+        }
+    }
+
+    /// Releases the host's matrix entries of `pce` once every device of the engine holds its
+    /// matrices (with `Config::release_host_matrices`).
+    fn release_if_held(&self, pce: &PreCompiledCircuit) {
+        let Some(devices) = &self.release_when_held else { return };
+        if pce.entries_released() {
+            return;
+        }
+        let m = pce.matrices();
+        if m.identity.is_some() && devices.iter().all(|d| d.holds_matrices(&m)) {
+            crate::resources::release_host_entries(pce);
         }
     }
 }
@@ -892,14 +950,15 @@ fn record_partition(inflight: &InFlight, id: u64, k: usize, result: Result<Proof
 fn prove_partition(
     backend: &dyn Backend,
     c: &Carry,
+    pce: &PreCompiledCircuit,
     w: &WitnessCs,
     eval: Option<Evaluations>,
     mode: MsmMode,
 ) -> Result<Proof<Bls12>, PipelineError> {
-    let d = cuzk_pce::prove::densities(&c.pce);
+    let d = cuzk_pce::prove::densities(pce);
     let wit = match eval {
         Some(e) => Witness::evaluated(&w.inputs, &w.aux, e),
-        None => Witness { inputs: &w.inputs, aux: &w.aux, evals: cuzk_core::groth16::Evals::Matrices(c.pce.matrices()) },
+        None => Witness { inputs: &w.inputs, aux: &w.aux, evals: cuzk_core::groth16::Evals::Matrices(pce.matrices()) },
     };
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     groth16::prove(backend, c.params.sections(), &d, wit, c.r, c.s, mode)

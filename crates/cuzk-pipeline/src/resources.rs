@@ -6,8 +6,9 @@
 //! every later proof shares the same `Arc`; a long-lived process lists and evicts them. It
 //! knows circuits only through the [`ProofKind`] seam.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cuzk_core::mem::StageTracer;
 use cuzk_core::registry::Registry;
@@ -22,6 +23,9 @@ use crate::PipelineError;
 
 static PCES: Registry<PreCompiledCircuit> = Registry::new();
 static PARAMS: Registry<Srs> = Registry::new();
+/// Where each PCE in [`PCES`] came from, by its identity digest ([`PreCompiledCircuit::identity`]):
+/// its registry key and cache file, what reloading released matrix entries needs.
+static PCE_SOURCES: Mutex<Option<HashMap<u64, (String, PathBuf)>>> = Mutex::new(None);
 
 /// What a circuit needs resident to prove: its PCE and its parameters.
 #[derive(Clone)]
@@ -50,16 +54,86 @@ fn request_error<K: ProofKind>(kind: &K, e: K::Error) -> PipelineError {
 /// cached. The outcome is `None` when the registry already held it.
 pub fn shared_pce<K: ProofKind>(kind: &K, key: &K::CircuitKey) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>), PipelineError> {
     let id = kind.circuit_id(key);
+    let build = || kind.extract_pce(key).map_err(|e| PceError::Circuit(Arc::new(e)));
+    pce_from_cache(&pce_cache_path(kind.pce_cache_dir(), &id), &id.identity, build)
+        .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })
+}
+
+/// The process-wide PCE of `identity`: from the registry, else the cache file at `path`, else
+/// `build` (then cached). It carries the identity's digest, and its source is remembered, so
+/// that its matrix entries can be released while devices hold them and reloaded when needed
+/// ([`release_host_entries`], [`with_entries`]). The outcome is `None` when the registry
+/// already held it.
+pub fn pce_from_cache(
+    path: &Path,
+    identity: &str,
+    build: impl FnOnce() -> Result<PreCompiledCircuit, PceError>,
+) -> Result<(Arc<PreCompiledCircuit>, Option<Outcome>), PceError> {
     let mut outcome = None;
-    let pce = PCES
-        .get_or_init(&id.identity, || {
-            let build = || kind.extract_pce(key).map_err(|e| PceError::Circuit(Arc::new(e)));
-            let (p, o) = cache::load_or_build(&pce_cache_path(kind.pce_cache_dir(), &id), &id.identity, build)?;
-            outcome = Some(o);
-            Ok::<_, PceError>(p)
-        })
-        .map_err(|e| PipelineError::Request { kind: kind.name(), source: Arc::new(e) })?;
+    let pce = PCES.get_or_init(identity, || {
+        let (mut p, o) = cache::load_or_build(path, identity, build)?;
+        outcome = Some(o);
+        p.identity = Some(identity_digest(identity));
+        lock_sources().get_or_insert_with(HashMap::new).insert(identity_digest(identity), (identity.to_string(), path.to_path_buf()));
+        Ok::<_, PceError>(p)
+    })?;
     Ok((pce, outcome))
+}
+
+fn identity_digest(identity: &str) -> u64 {
+    let h = cache::identity_hash(identity);
+    u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
+}
+
+fn lock_sources() -> std::sync::MutexGuard<'static, Option<HashMap<u64, (String, PathBuf)>>> {
+    PCE_SOURCES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn source_of(pce: &PreCompiledCircuit) -> Option<(String, PathBuf)> {
+    lock_sources().as_ref()?.get(&pce.identity?).cloned()
+}
+
+/// Replaces the registry's copy of `pce`'s circuit by one without its matrix entries
+/// ([`PreCompiledCircuit::with_entries_released`]): call it once every device holds the
+/// matrices. Proofs in flight keep the full copy until they finish; later jobs get the
+/// released one. Returns the host bytes the released copy no longer holds (0 when nothing
+/// was released: already released, or a PCE not from the registry).
+pub fn release_host_entries(pce: &PreCompiledCircuit) -> u64 {
+    let Some((identity, _)) = source_of(pce) else { return 0 };
+    let mut freed = 0;
+    let _ = PCES.update::<()>(&identity, |cur| {
+        let Some(cur) = cur.filter(|c| !c.entries_released() && c.identity == pce.identity) else { return Ok(None) };
+        let released = cur.with_entries_released();
+        freed = released.as_ref().map_or(0, |r| (cur.bytes() - r.bytes()) as u64);
+        Ok(released)
+    });
+    if freed > 0 {
+        tracing::info!(circuit = %identity, bytes = freed, "host matrix entries released: the devices hold the matrices");
+    }
+    freed
+}
+
+/// `pce` with its matrix entries: itself when it has them, else the registry's copy, reloaded
+/// from its cache file when the registry holds only the released one (a device lost its copy,
+/// or the CPU must evaluate).
+pub fn with_entries(pce: &Arc<PreCompiledCircuit>) -> Result<Arc<PreCompiledCircuit>, PipelineError> {
+    if !pce.entries_released() {
+        return Ok(pce.clone());
+    }
+    let lost = || PipelineError::Job("a PCE whose matrix entries were released has no cache file to reload them from".into());
+    let (identity, path) = source_of(pce).ok_or_else(lost)?;
+    let reloaded = PCES.update(&identity, |cur| match cur {
+        Some(c) if !c.entries_released() => Ok(None),
+        _ => {
+            let t = std::time::Instant::now();
+            let mut full = cache::load(&path, &identity)
+                .map_err(|why| PipelineError::Job(format!("reloading the released matrix entries from {}: {why:?}", path.display())))?;
+            full.identity = pce.identity;
+            tracing::info!(circuit = %identity, secs = t.elapsed().as_secs_f64(), "matrix entries reloaded from the PCE cache");
+            Ok(Some(full))
+        }
+    })?;
+    reloaded.ok_or_else(lost)
 }
 
 /// The process-wide parameters of `key`: checked and loaded once (traced as `load-params`

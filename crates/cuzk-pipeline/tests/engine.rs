@@ -787,3 +787,148 @@ fn the_buffer_pool_is_taken_out_of_the_budget_and_capped_at_half_of_it() {
     engine.shutdown();
     cuzk_core::buffer_pool::scalar_pool().set_capacity(0);
 }
+
+/// A device that keeps its own copy of the matrices it is given, by their identity, as the
+/// CUDA backend keeps them resident: it proves with released host entries when it holds the
+/// matrices and fails like a device without them otherwise.
+mod holding {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use cuzk_core::backend::cpu::CpuBackend;
+    use cuzk_core::backend::sparse::OwnedMatrices;
+    use cuzk_core::backend::{Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind};
+
+    #[derive(Default)]
+    pub struct HoldingDevice {
+        cpu: CpuBackend,
+        held: Mutex<HashMap<u64, OwnedMatrices>>,
+        /// Calls served from the device's copy with the host's entries released.
+        pub from_copy: AtomicUsize,
+    }
+
+    impl HoldingDevice {
+        /// Loses every copy (an eviction).
+        pub fn forget(&self) {
+            self.held.lock().unwrap().clear();
+        }
+    }
+
+    fn own(m: &Matrices) -> OwnedMatrices {
+        let arrays = |v: &cuzk_core::backend::sparse::CsrView| (v.row_ptr.to_vec(), v.cols.to_vec(), v.coeff_idx.to_vec());
+        OwnedMatrices {
+            num_inputs: m.num_inputs,
+            num_aux: m.num_aux,
+            mats: [arrays(&m.a), arrays(&m.b), arrays(&m.c)],
+            coeffs: m.coeffs.to_vec(),
+        }
+    }
+
+    impl Msm<G1Affine> for HoldingDevice {
+        fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
+            Msm::<G1Affine>::msm(&self.cpu, bases, scalars)
+        }
+        fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
+            Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices)
+        }
+    }
+    impl Msm<G2Affine> for HoldingDevice {
+        fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
+            Msm::<G2Affine>::msm(&self.cpu, bases, scalars)
+        }
+        fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
+            Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices)
+        }
+    }
+    impl Ntt for HoldingDevice {
+        fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+            self.cpu.ntt(data, kind)
+        }
+    }
+    impl MatVec for HoldingDevice {
+        fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+            self.cpu.mat_vec(m, inputs, aux)
+        }
+    }
+    impl Backend for HoldingDevice {
+        fn name(&self) -> &str {
+            "holding"
+        }
+        fn holds_matrices(&self, m: &Matrices) -> bool {
+            m.identity.is_some_and(|id| self.held.lock().unwrap().contains_key(&id))
+        }
+        fn matvec_quotient_msm_h(
+            &self,
+            m: &Matrices,
+            inputs: &[Scalar],
+            aux: &[Scalar],
+            h_bases: &[G1Affine],
+        ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
+            let mut held = self.held.lock().unwrap();
+            if m.entries_released() {
+                let copy = m.identity.and_then(|id| held.get(&id)).ok_or_else(|| BackendError::Device("matrices not resident".into()))?;
+                self.from_copy.fetch_add(1, Ordering::Relaxed);
+                return self.cpu.matvec_quotient_msm_h(&copy.view(), inputs, aux, h_bases);
+            }
+            if let Some(id) = m.identity {
+                held.entry(id).or_insert_with(|| own(m));
+            }
+            drop(held);
+            self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+        }
+    }
+}
+
+#[test]
+fn the_host_releases_matrix_entries_the_devices_hold_and_reloads_them_when_a_device_loses_its_copy() {
+    use cuzk_pce::prove::MatVecPlace;
+    use cuzk_pipeline::{resources, Device};
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("release.pce");
+    // Loaded as every proof kind loads its PCE: through the registry, from a cache file.
+    let identity = format!("engine-test-release-{}", std::process::id());
+    let from_registry = || resources::pce_from_cache(&path, &identity, || Ok((*f.pce).clone())).unwrap().0;
+    let full = from_registry();
+    assert!(full.identity.is_some() && !full.entries_released());
+    let with_pce = |pce: Arc<PreCompiledCircuit>| Fixture { circuit: f.circuit.clone(), pce, params: f.params.clone() };
+
+    let dev = Arc::new(holding::HoldingDevice::default());
+    let mut cfg = Config::cpu(1, roomy());
+    cfg.devices = vec![Device { name: "holding".into(), backend: dev.clone() }];
+    cfg.matvec = MatVecPlace::Backend;
+    cfg.release_host_matrices = true;
+    let engine = Engine::start(cfg).unwrap();
+
+    // The first proof uploads the matrices; then the registry holds only their row offsets.
+    let first = engine.submit(job(&with_pce(full.clone()), &rs(1, 2), None, None)).unwrap().wait();
+    assert_eq!(first.result.unwrap(), reference(&f, &rs(1, 2)));
+    let released = from_registry();
+    assert!(released.entries_released(), "the device holds the matrices: the host's entries go");
+    assert!(released.bytes() < full.bytes(), "{} of {} bytes kept", released.bytes(), full.bytes());
+    assert_eq!((released.num_aux, &released.b_aux_density), (full.num_aux, &full.b_aux_density), "counts and densities stay");
+    assert!(released.evaluate(&[Scalar::ONE], &[]).is_err(), "the host cannot evaluate released matrices");
+
+    // A later proof with the released PCE is proved from the device's copy, the same bytes.
+    let second = engine.submit(job(&with_pce(released.clone()), &rs(2, 1), None, None)).unwrap().wait();
+    assert_eq!(second.result.unwrap(), reference(&f, &rs(2, 1)));
+    assert!(dev.from_copy.load(Ordering::Relaxed) >= 1);
+
+    // The device loses its copy: the entries are reloaded from the cache file, the device
+    // takes its copy again, the proof is the same, and the host releases the entries again.
+    dev.forget();
+    let third = engine.submit(job(&with_pce(released), &rs(3, 1), None, None)).unwrap().wait();
+    assert_eq!(third.result.unwrap(), reference(&f, &rs(3, 1)));
+    assert!(cuzk_core::backend::Backend::holds_matrices(dev.as_ref(), &full.matrices()));
+    assert!(from_registry().entries_released());
+
+    // Without the cache file a lost copy cannot be rebuilt: the proof fails with a clear error,
+    // never a wrong proof.
+    dev.forget();
+    std::fs::remove_file(&path).unwrap();
+    let fourth = engine.submit(job(&with_pce(from_registry()), &rs(4, 1), None, None)).unwrap().wait();
+    let e = fourth.result.unwrap_err().chain();
+    assert!(e.contains("reloading the released matrix entries"), "{e}");
+}

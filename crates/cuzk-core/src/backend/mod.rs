@@ -271,6 +271,12 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
         ResidentReport::default()
     }
 
+    /// Whether this backend holds its own copy of these matrices (by [`Matrices::identity`])
+    /// and can evaluate them with the host's entries released. The CPU holds none.
+    fn holds_matrices(&self, _m: &Matrices) -> bool {
+        false
+    }
+
     /// Drops the device copies of these host bases — the sections of parameters the host is
     /// evicting — and returns the device bytes freed now (a copy a running call holds is freed
     /// when that call ends). The CPU keeps no copies.

@@ -39,6 +39,10 @@ impl Backend for Scheduled<'_> {
         self.inner.resident_report()
     }
 
+    fn holds_matrices(&self, m: &Matrices) -> bool {
+        self.inner.holds_matrices(m)
+    }
+
     fn forget_bases(&self, g1: &[&[G1Affine]], g2: &[&[blstrs::G2Affine]]) -> u64 {
         self.inner.forget_bases(g1, g2)
     }

@@ -51,6 +51,10 @@ pub struct Matrices<'a> {
     pub c: CsrView<'a>,
     /// Distinct coefficients; `coeffs[0] = 1`, `coeffs[1] = -1`.
     pub coeffs: &'a [Scalar],
+    /// A digest that names these matrices wherever they are held (the PCE's circuit
+    /// identity), or `None`. A backend that keeps matrices resident keys them by it, and may
+    /// then serve matrices whose host entries were released ([`Matrices::entries_released`]).
+    pub identity: Option<u64>,
 }
 
 /// a = A·w, b = B·w, c = C·w, one value per constraint.
@@ -70,8 +74,21 @@ impl Matrices<'_> {
         self.a.rows()
     }
 
+    /// Whether the host released these matrices' entries (columns and coefficient indices)
+    /// after a device took a copy: only the row offsets, the coefficients and the identity
+    /// remain, and only a backend holding the copy can evaluate them.
+    pub fn entries_released(&self) -> bool {
+        let expected = |m: &CsrView| m.row_ptr.last().is_some_and(|&n| n as usize != m.cols.len());
+        self.identity.is_some() && (expected(&self.a) || expected(&self.b) || expected(&self.c))
+    }
+
     /// Checks that the witness fits and the three matrices agree in shape.
     pub fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<()> {
+        if self.entries_released() {
+            return Err(BackendError::Input(
+                "these matrices' entries were released on the host (a device holds them); reload the PCE to evaluate them here".into(),
+            ));
+        }
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(BackendError::Input(format!(
                 "witness has {} inputs and {} aux; the matrices have {} and {}",
@@ -264,6 +281,7 @@ impl OwnedMatrices {
             b: v(&self.mats[1]),
             c: v(&self.mats[2]),
             coeffs: &self.coeffs,
+            identity: None,
         }
     }
 }
@@ -293,5 +311,19 @@ mod tests {
         let mut broken = owned;
         broken.mats[0].0[4] = 0;
         assert!(broken.view().check_indices().unwrap_err().to_string().contains("matrix A: row offsets"));
+    }
+
+    #[test]
+    fn matrices_with_released_entries_are_refused_by_the_host_and_named_as_released() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        let owned = OwnedMatrices::random(&mut rng, 2, 50, 60, 4, 8);
+        let whole = Matrices { identity: Some(7), ..owned.view() };
+        assert!(!whole.entries_released(), "all entries present");
+        let rows_only = OwnedMatrices { mats: owned.mats.clone().map(|(rows, _, _)| (rows, Vec::new(), Vec::new())), ..owned.clone() };
+        let released = Matrices { identity: Some(7), ..rows_only.view() };
+        assert!(released.entries_released());
+        let e = released.check_witness(&[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).unwrap_err().to_string();
+        assert!(e.contains("released"), "{e}");
+        assert!(!rows_only.view().entries_released(), "without an identity nothing names a device copy: merely broken");
     }
 }
