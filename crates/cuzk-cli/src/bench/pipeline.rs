@@ -62,6 +62,11 @@ pub struct PipelineArgs {
     /// at half of it). Default 0: every partition's buffers are fresh memory.
     #[arg(long, default_value_t = 0.0)]
     buffer_pool_gib: f64,
+    /// Drop the host's matrix entries once every device holds the matrices (the engine's
+    /// `release_host_matrices`, the daemon's `engine.release_host_matrices`; with the mat-vec
+    /// on the devices only). The report's `pce_bytes_end` is then the released copy's size.
+    #[arg(long)]
+    release_host_matrices: bool,
     /// First run the old path (bellperson synthesis + prover) on the same inputs, J at a time,
     /// report its time and RSS, and drop it before the PCE run.
     #[arg(long)]
@@ -128,6 +133,9 @@ struct Report {
     /// What parameters + PCE added to the RSS after the C1 load.
     static_added_bytes: u64,
     pce_bytes: u64,
+    /// The registry's PCE at the end of the run: smaller than `pce_bytes` when its matrix
+    /// entries were released (`--release-host-matrices`).
+    pce_bytes_end: u64,
     working_set: WorkingSet,
     /// Most partitions holding budget at once (budget high water / working set).
     max_in_flight: u64,
@@ -243,10 +251,14 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let devices = make_devices_with(a.backend, &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, ..Default::default() })?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
+    let pce_bytes = pce.bytes() as u64;
+    // Only the engine's jobs hold the PCE from here on, so that a release frees its entries.
+    drop(pce);
     let backend_name = devices.first().map(|d| d.backend.name().to_string()).unwrap_or_default();
     let budget = a.budget_gib.map(|g| (g * (1u64 << 30) as f64) as u64).unwrap_or_else(cuzk_pipeline::budget::default_budget);
     let mut cfg = Config::cpu(a.jobs, budget);
     cfg.buffer_pool_bytes = (a.buffer_pool_gib.max(0.0) * (1u64 << 30) as f64) as u64;
+    cfg.release_host_matrices = a.release_host_matrices;
     cfg.devices = devices.clone();
     cfg.provers_per_device = a.provers_per_device.max(1);
     cfg.matvec = a.matvec;
@@ -337,7 +349,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         table,
         static_rss_bytes: static_rss,
         static_added_bytes: static_rss.saturating_sub(rss_c1),
-        pce_bytes: pce.bytes() as u64,
+        pce_bytes,
+        pce_bytes_end: kinds().porep.shared_pce(rp)?.0.bytes() as u64,
         working_set: ws,
         max_in_flight,
         peak_rss_bytes: peak,
@@ -419,9 +432,10 @@ fn print_report(r: &Report) {
     }
     println!("memory model:");
     println!(
-        "  static (params + PCE resident)      {} (PCE {}; they added {} to the RSS after the C1 load)",
+        "  static (params + PCE resident)      {} (PCE {}, {} at the end; they added {} to the RSS after the C1 load)",
         human_bytes(r.static_rss_bytes),
         human_bytes(r.pce_bytes),
+        human_bytes(r.pce_bytes_end),
         human_bytes(r.static_added_bytes)
     );
     println!(
