@@ -42,7 +42,8 @@
 #    aggregated with a test SnarkPack SRS, not verified: synthetic).
 # p: needs c on the same warm machine: the buffer pool's effect on a 32 GiB PoRep pipeline
 #    (`bench pce-pipeline`, j = 2, 1 warm-up + PIPE_N (2) sectors, under `/usr/bin/time -v`)
-#    for each pool size in POOLS (GiB, default 0,13): system time, minor faults, s/sector.
+#    for each pool size in POOLS (GiB, default 0,13): system time, minor faults, s/sector; with
+#    RELEASE=1 the host's matrix entries are released once the device holds them.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
 #    BACKEND (cuda) with `prove` — which verifies with verify_seal /
@@ -144,7 +145,7 @@ i)
 p)
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
         step "pipe32-pool-$g" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
-            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" --json "$OUT/pipe32-pool-$g.json"
+            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} --json "$OUT/pipe32-pool-$g${RELEASE:+-released}.json"
     done
     ;;
 v)
