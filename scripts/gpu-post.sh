@@ -144,7 +144,7 @@ i)
     ;;
 p)
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
-        step "pipe32-pool-$g" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
+        step "pipe32-pool-$g${RELEASE:+-released}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
             --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} --json "$OUT/pipe32-pool-$g${RELEASE:+-released}.json"
     done
     ;;
