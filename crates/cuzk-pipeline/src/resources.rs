@@ -127,7 +127,7 @@ pub fn with_entries(pce: &Arc<PreCompiledCircuit>) -> Result<Arc<PreCompiledCirc
         _ => {
             let t = std::time::Instant::now();
             let mut full = cache::load(&path, &identity)
-                .map_err(|why| PipelineError::Job(format!("reloading the released matrix entries from {}: {why:?}", path.display())))?;
+                .map_err(|why| PipelineError::Job(format!("reloading the released matrix entries from {}: {why}", path.display())))?;
             full.identity = pce.identity;
             tracing::info!(circuit = %identity, secs = t.elapsed().as_secs_f64(), "matrix entries reloaded from the PCE cache");
             Ok(Some(full))
