@@ -51,6 +51,21 @@ const LOG_CAP: usize = 4096;
 
 static LOG: DeviceLock<Vec<(String, f64)>> = DeviceLock::new(Vec::new());
 
+/// Every device call's span, bounded like the stage log.
+static CALLS: DeviceLock<Vec<crate::DeviceCall>> = DeviceLock::new(Vec::new());
+
+pub(crate) fn take_calls() -> Vec<crate::DeviceCall> {
+    std::mem::take(&mut *CALLS.lock())
+}
+
+fn record_call(c: crate::DeviceCall) {
+    let mut l = CALLS.lock();
+    if l.len() >= LOG_CAP {
+        l.drain(..LOG_CAP / 2);
+    }
+    l.push(c);
+}
+
 /// The waits and holds of every CUDA backend in this process, per lock ([`WaitedFor`] as
 /// index) and waiting thread's priority level ([`Priority::level`]), until taken.
 static WAITS: DeviceLock<[[LockWaits; 4]; 2]> = DeviceLock::new([[LockWaits::NONE; 4]; 2]);
@@ -452,8 +467,10 @@ impl CudaBackend {
                 result = Err(if out_of_memory(&e) { with_budget_hint(e, cache.report().bytes) } else { e });
             }
         }
-        let held = t.elapsed().as_secs_f64();
+        let end = Instant::now();
+        let held = (end - t).as_secs_f64();
         record_hold(WaitedFor::Device, held);
+        record_call(crate::DeviceCall { device: self.dev as usize, what, start: t, end });
         result.map(|()| held)
     }
 

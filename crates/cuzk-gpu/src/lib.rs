@@ -258,6 +258,33 @@ pub fn take_stage_log() -> Vec<(String, f64)> {
     }
 }
 
+/// One device call of a CUDA backend: the device, the call, and when it held the device lock
+/// (the call's kernels and copies run inside that span; waits for the lock are outside it).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceCall {
+    /// The CUDA device index.
+    pub device: usize,
+    /// The call (e.g. "msm", "quotient", "mat-vec + quotient").
+    pub what: &'static str,
+    /// When the call took the device lock.
+    pub start: std::time::Instant,
+    /// When it let it go.
+    pub end: std::time::Instant,
+}
+
+/// The device calls of every CUDA backend in this process since the last take (the latest
+/// few thousand), taken and reset: a trace's GPU lanes. Always empty without CUDA.
+pub fn take_device_calls() -> Vec<DeviceCall> {
+    #[cfg(feature = "cuda")]
+    {
+        cuda::take_calls()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Vec::new()
+    }
+}
+
 /// Which lock of a CUDA backend a record counts (see [`take_device_waits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitedFor {

@@ -160,6 +160,24 @@ impl Trace {
         m
     }
 
+    /// Adds a span that something outside the engine timed (a GPU's device calls) as an
+    /// event of `stage` on `lane`, not tied to a proof; spans that began before the trace are
+    /// left out.
+    pub fn add_span(&self, stage: &'static str, lane: &str, device: &str, start: Instant, end: Instant) {
+        let (Some(from), Some(to)) = (start.checked_duration_since(self.origin), end.checked_duration_since(self.origin)) else { return };
+        let e = Event {
+            stage,
+            proof: 0,
+            partition: 0,
+            lane: lane.into(),
+            device: device.into(),
+            start_s: from.as_secs_f64(),
+            end_s: to.as_secs_f64(),
+            rss_end_bytes: 0,
+        };
+        push_capped(&mut lock(&self.events), e, self.cap);
+    }
+
     /// Runs `f` as one stage of (proof, partition) on `lane`.
     pub fn record<T>(&self, stage: &'static str, proof: u64, partition: usize, lane: &str, device: &str, f: impl FnOnce() -> T) -> T {
         let start_s = self.now();
@@ -285,6 +303,7 @@ fn stage_colour(stage: &str) -> &'static str {
         "mat-vec" => "#2ca02c",
         "prove" => "#d62728",
         "finalize" => "#9467bd",
+        "device call" => "#111111",
         _ => "#7f7f7f",
     }
 }
@@ -394,6 +413,24 @@ mod tests {
         let f = busy_fraction(vec![(5.0, 6.0), (0.0, 2.0), (1.0, 3.0)]);
         assert!((f - 4.0 / 6.0).abs() < 1e-12, "{f}");
         assert_eq!(busy_fraction(Vec::new()), 0.0);
+    }
+
+    #[test]
+    fn spans_timed_outside_become_events_of_their_lane_and_earlier_ones_are_left_out() {
+        let before = Instant::now();
+        std::thread::sleep(Duration::from_millis(2));
+        let t = Trace::new();
+        let start = Instant::now();
+        std::thread::sleep(Duration::from_millis(10));
+        let end = Instant::now();
+        t.add_span("device call", "gpu0 calls", "gpu0", start, end);
+        t.add_span("device call", "gpu0 calls", "gpu0", before, end);
+        let e = t.events();
+        assert_eq!(e.len(), 1, "the span that began before the trace is left out");
+        assert_eq!((e[0].stage, e[0].lane.as_str(), e[0].device.as_str()), ("device call", "gpu0 calls", "gpu0"));
+        assert!(e[0].end_s - e[0].start_s >= 0.009 && e[0].start_s >= 0.0, "{:?}", e[0]);
+        assert!(t.svg("gpu").contains("gpu0 calls"));
+        assert!(t.device_busy(|_| true).is_empty(), "device calls are not prove stages");
     }
 
     #[test]

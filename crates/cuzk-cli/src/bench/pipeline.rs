@@ -376,6 +376,11 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         projection,
     };
     print_report(&report);
+    // Each GPU's device calls as a lane of their own (the device lock's spans: the calls'
+    // kernels and copies), beside the prover lanes that wait for them.
+    for call in cuzk_gpu::take_device_calls() {
+        trace.add_span("device call", &format!("gpu{} calls", call.device), &format!("gpu{}", call.device), call.start, call.end);
+    }
     if let Some(p) = &a.trace {
         #[derive(Serialize)]
         struct Dump {
