@@ -19,10 +19,13 @@ use crate::bench::post::median;
 
 /// A kernel implementation `bench msm` and `bench ntt` can time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Impl {
     /// The CPU backend on this process's thread pool.
     Cpu,
+    /// The CPU MSM cut by points alone (one Pippenger per slice of bases), which the CPU
+    /// backend's tiles replaced below 2^20 points per thread: for comparison (MSM only).
+    CpuSlices,
     /// sppark's kernels on the CUDA device (needs a CUDA build and a device).
     Sppark,
 }
@@ -119,6 +122,16 @@ pub fn msm(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
                     rows.push(Row::new(imp, "msm", log_n, secs));
                     results.push(("cpu".into(), sum));
                 }
+                Impl::CpuSlices => {
+                    let mut sum = <G1Projective as cuzk_core::group::Group>::identity();
+                    let secs = repeat(runs, || {
+                        let t = Instant::now();
+                        sum = cuzk_core::backend::cpu::msm_by_slices(b, s)?;
+                        Ok(t.elapsed().as_secs_f64())
+                    })?;
+                    rows.push(Row::new(imp, "msm", log_n, secs));
+                    results.push(("cpu-slices".into(), sum));
+                }
                 Impl::Sppark => {
                     let m = cuzk_gpu::time_g1_msm(d.device, &d.options, b, s, runs)?;
                     rows.push(Row::new(imp, "msm, host scalars", log_n, m.host_scalars_s));
@@ -160,6 +173,7 @@ pub fn ntt(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
         let mut results: Vec<(String, Vec<Scalar>)> = Vec::new();
         for &imp in impls {
             match imp {
+                Impl::CpuSlices => bail!("cpu-slices is an MSM cut; the NTT bench takes cpu or sppark"),
                 Impl::Cpu => {
                     let ntt_s = repeat(runs, || {
                         let mut v = inputs[0][..n].to_vec();

@@ -936,11 +936,11 @@ fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     let device = crate::bench::kernels::DeviceChoice { device: a.device, options: cuzk_gpu::GpuOptions::default() };
     let r = run(&a.implementations, &a.log_n.0, a.runs, &device)?;
     println!("{} threads{}", r.threads, r.device.as_ref().map(|d| format!(", device {d}")).unwrap_or_default());
-    println!("{:<8} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
+    println!("{:<10} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
     for x in &r.rows {
         println!(
-            "{:<8} {:<24} 2^{:<3} {:>11.5} {:>11.5}",
-            format!("{:?}", x.implementation).to_lowercase(),
+            "{:<10} {:<24} 2^{:<3} {:>11.5} {:>11.5}",
+            clap::ValueEnum::to_possible_value(&x.implementation).map_or_else(String::new, |v| v.get_name().to_string()),
             x.what,
             x.log_n,
             x.median_s,

@@ -18,6 +18,13 @@ pub trait MsmPoint: PrimeCurveAffine<Scalar = blstrs::Scalar> + Send + Sync + 's
     /// point.
     fn pippenger(points: &[Self], scalars: &[u8]) -> Self::Curve;
 
+    /// One tile of a Pippenger MSM on one thread: `Σ dᵢ · points[i]` where dᵢ is the signed
+    /// (Booth-encoded) digit of `scalars[i]` at bits `bit0 .. bit0 + window`, the carry from
+    /// the bits below included. Tiles at `bit0 = 0, w, 2w, …, ⌊255/w⌋·w` with one window `w`,
+    /// combined as Σ 2^bit0 · tile, make the whole MSM (the top tile, shorter than `w`, takes
+    /// the last carry). `scratch` is grown to the buckets' size as needed.
+    fn pippenger_tile(points: &[Self], scalars: &[u8], bit0: usize, window: usize, scratch: &mut Vec<u64>) -> Self::Curve;
+
     /// `Σ *points[i]` on one thread by batched affine additions.
     fn sum_refs(points: &[*const Self]) -> Self::Curve;
 
@@ -30,7 +37,7 @@ pub trait MsmPoint: PrimeCurveAffine<Scalar = blstrs::Scalar> + Send + Sync + 's
 }
 
 macro_rules! impl_point {
-    ($aff:ty, $proj:ty, $name:literal, $blst_aff:ty, $blst_proj:ty, $mult:ident, $scratch:ident, $add:ident, $to_aff:ident) => {
+    ($aff:ty, $proj:ty, $name:literal, $blst_aff:ty, $blst_proj:ty, $mult:ident, $tile:ident, $scratch:ident, $add:ident, $to_aff:ident) => {
         impl MsmPoint for $aff {
             const NAME: &'static str = $name;
 
@@ -56,6 +63,47 @@ macro_rules! impl_point {
                         scs.as_ptr(),
                         255,
                         scratch.as_mut_ptr() as *mut blst::limb_t,
+                    );
+                }
+                out
+            }
+
+            fn pippenger_tile(points: &[Self], scalars: &[u8], bit0: usize, window: usize, scratch: &mut Vec<u64>) -> $proj {
+                assert_eq!(points.len() * 32, scalars.len(), "one 32-byte scalar per point");
+                assert!((1..=30).contains(&window) && bit0 <= 255, "window {window} at bit {bit0}");
+                let mut out = <$proj as group::Group>::identity();
+                if points.is_empty() {
+                    return out;
+                }
+                if points.len() == 1 {
+                    // blst's tile kernel reads one point and scalar past a run of one: pad the
+                    // run with a zero scalar.
+                    let mut padded = scalars.to_vec();
+                    padded.resize(64, 0);
+                    return Self::pippenger_tile(&[points[0], points[0]], &padded, bit0, window, scratch);
+                }
+                // blst's buckets for a window of w bits: 2^(w-1) of them, each the size its
+                // scratch query reports for a one-bit window.
+                // SAFETY: a size query.
+                let bucket_bytes = unsafe { blst::$scratch(0) };
+                let words = (bucket_bytes << (window - 1)).div_ceil(8);
+                if scratch.len() < words {
+                    scratch.resize(words, 0);
+                }
+                let pts = [points.as_ptr() as *const $blst_aff, std::ptr::null()];
+                let scs = [scalars.as_ptr(), std::ptr::null()];
+                // SAFETY: as in `pippenger`; the scratch holds the 2^(window-1) buckets blst
+                // uses for one tile of at most `window` bits.
+                unsafe {
+                    blst::$tile(
+                        (&mut out as *mut $proj).cast::<$blst_proj>(),
+                        pts.as_ptr(),
+                        points.len(),
+                        scs.as_ptr(),
+                        255,
+                        scratch.as_mut_ptr() as *mut blst::limb_t,
+                        bit0,
+                        window,
                     );
                 }
                 out
@@ -100,6 +148,7 @@ impl_point!(
     blst::blst_p1_affine,
     blst::blst_p1,
     blst_p1s_mult_pippenger,
+    blst_p1s_tile_pippenger,
     blst_p1s_mult_pippenger_scratch_sizeof,
     blst_p1s_add,
     blst_p1s_to_affine
@@ -111,6 +160,7 @@ impl_point!(
     blst::blst_p2_affine,
     blst::blst_p2,
     blst_p2s_mult_pippenger,
+    blst_p2s_tile_pippenger,
     blst_p2s_mult_pippenger_scratch_sizeof,
     blst_p2s_add,
     blst_p2s_to_affine
