@@ -866,6 +866,8 @@ mod holding {
             aux: &[Scalar],
             h_bases: &[G1Affine],
         ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
+            // As the CUDA backend does: the witness against the matrices' shape first.
+            m.check_witness(inputs, aux)?;
             let mut held = self.held.lock().unwrap();
             if m.entries_released() {
                 let copy = m.identity.and_then(|id| held.get(&id)).ok_or_else(|| BackendError::Device("matrices not resident".into()))?;

@@ -170,6 +170,7 @@ impl Backend for CpuBackend {
 impl MatVec for CpuBackend {
     fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
         m.check_witness(inputs, aux)?;
+        m.check_entries_present()?;
         Ok(parallel(|| evaluate_cpu(m, inputs, aux)))
     }
 }

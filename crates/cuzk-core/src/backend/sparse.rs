@@ -82,13 +82,21 @@ impl Matrices<'_> {
         self.identity.is_some() && (expected(&self.a) || expected(&self.b) || expected(&self.c))
     }
 
-    /// Checks that the witness fits and the three matrices agree in shape.
-    pub fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<()> {
+    /// Refuses matrices whose entries were released ([`Self::entries_released`]): what a
+    /// backend that evaluates host matrices checks first (a device holding its own copy
+    /// does not need the entries).
+    pub fn check_entries_present(&self) -> BackendResult<()> {
         if self.entries_released() {
             return Err(BackendError::Input(
                 "these matrices' entries were released on the host (a device holds them); reload the PCE to evaluate them here".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks that the witness fits and the three matrices agree in shape (also when their
+    /// entries were released: the row offsets stay).
+    pub fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<()> {
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(BackendError::Input(format!(
                 "witness has {} inputs and {} aux; the matrices have {} and {}",
@@ -315,6 +323,7 @@ mod tests {
 
     #[test]
     fn matrices_with_released_entries_are_refused_by_the_host_and_named_as_released() {
+        use super::super::cpu::CpuBackend;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
         let owned = OwnedMatrices::random(&mut rng, 2, 50, 60, 4, 8);
         let whole = Matrices { identity: Some(7), ..owned.view() };
@@ -322,8 +331,12 @@ mod tests {
         let rows_only = OwnedMatrices { mats: owned.mats.clone().map(|(rows, _, _)| (rows, Vec::new(), Vec::new())), ..owned.clone() };
         let released = Matrices { identity: Some(7), ..rows_only.view() };
         assert!(released.entries_released());
-        let e = released.check_witness(&[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).unwrap_err().to_string();
+        released.check_witness(&[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).expect("the shape is still known");
+        let e = released.check_entries_present().unwrap_err().to_string();
         assert!(e.contains("released"), "{e}");
+        whole.check_entries_present().unwrap();
+        let e = CpuBackend::new().mat_vec(&released, &[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).unwrap_err().to_string();
+        assert!(e.contains("released"), "the CPU refuses to evaluate them: {e}");
         assert!(!rows_only.view().entries_released(), "without an identity nothing names a device copy: merely broken");
     }
 }
