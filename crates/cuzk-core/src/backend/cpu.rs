@@ -48,7 +48,7 @@ fn msm_cpu<P: MsmPoint>(bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Cur
 
 /// The MSM cut by points alone: one Pippenger per slice of bases, as many slices as a
 /// multiple of the thread count. What the CPU backend does when there are at least as many
-/// [`MAX_TASK`]-point chunks as threads; kept public so `cuzk bench msm --impl cpu-slices`
+/// 2^20-point chunks as threads; kept public so `cuzk bench msm --impl cpu-slices`
 /// can set it against the tiled cut.
 pub fn msm_by_slices<P: MsmPoint>(bases: &[P], scalars: &[Scalar]) -> BackendResult<P::Curve> {
     check_lengths(bases.len(), scalars.len())?;
