@@ -2,8 +2,9 @@
 //! scalars and the Groth16 quotient (six NTTs of 2^k and the pointwise steps), timed for each
 //! implementation asked for over the same synthetic inputs, one untimed run first and the
 //! median of the rest; every implementation's result at a size must equal the others'. An
-//! implementation is a backend's kernels (`cpu`: blst's Pippenger and cuzk's NTT on the
-//! host; `sppark`: sppark's Pippenger and NTT on a CUDA device, bases resident); this module
+//! implementation is a backend's kernels (`cpu`: blst's Pippenger in tiles and cuzk's NTT on
+//! the host; `cpu-slices`: the MSM cut by points only; `sppark`: sppark's Pippenger and NTT on
+//! a CUDA device, bases resident); this module
 //! measures and compares, it does not choose kernels for the prover.
 
 use std::time::Instant;

@@ -895,8 +895,9 @@ pub struct KernelArgs {
     /// `20,24,27`.
     #[arg(long, default_value = "16..20", value_parser = log_sizes)]
     log_n: LogSizes,
-    /// Implementations to time, side by side: cpu (this host's cores), sppark (sppark's
-    /// kernels on the CUDA device; needs a CUDA build).
+    /// Implementations to time, side by side: cpu (this host's cores), cpu-slices (the CPU
+    /// MSM cut by points only, the cut before tiles; MSM only), sppark (sppark's kernels on
+    /// the CUDA device; needs a CUDA build).
     #[arg(long = "impl", value_enum, value_delimiter = ',', default_value = "cpu")]
     implementations: Vec<crate::bench::kernels::Impl>,
     /// Timed runs per size and implementation, after one untimed run.
