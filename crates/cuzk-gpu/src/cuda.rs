@@ -58,14 +58,6 @@ pub(crate) fn take_calls() -> Vec<crate::DeviceCall> {
     std::mem::take(&mut *CALLS.lock())
 }
 
-fn record_call(c: crate::DeviceCall) {
-    let mut l = CALLS.lock();
-    if l.len() >= LOG_CAP {
-        l.drain(..LOG_CAP / 2);
-    }
-    l.push(c);
-}
-
 /// The waits and holds of every CUDA backend in this process, per lock ([`WaitedFor`] as
 /// index) and waiting thread's priority level ([`Priority::level`]), until taken.
 static WAITS: DeviceLock<[[LockWaits; 4]; 2]> = DeviceLock::new([[LockWaits::NONE; 4]; 2]);
@@ -99,12 +91,17 @@ fn record_hold(lock: WaitedFor, held: f64) {
     });
 }
 
-fn log(stage: impl Into<String>, seconds: f64) {
-    let mut l = LOG.lock();
+/// Appends to a log of at most [`LOG_CAP`] entries, dropping its older half when full.
+fn push_bounded<T>(l: &DeviceLock<Vec<T>>, item: T) {
+    let mut l = l.lock();
     if l.len() >= LOG_CAP {
         l.drain(..LOG_CAP / 2);
     }
-    l.push((stage.into(), seconds));
+    l.push(item);
+}
+
+fn log(stage: impl Into<String>, seconds: f64) {
+    push_bounded(&LOG, (stage.into(), seconds));
 }
 
 pub(crate) fn take_log() -> Vec<(String, f64)> {
@@ -470,7 +467,7 @@ impl CudaBackend {
         let end = Instant::now();
         let held = (end - t).as_secs_f64();
         record_hold(WaitedFor::Device, held);
-        record_call(crate::DeviceCall { device: self.dev as usize, what, start: t, end });
+        push_bounded(&CALLS, crate::DeviceCall { device: self.dev as usize, what, start: t, end });
         result.map(|()| held)
     }
 
@@ -861,12 +858,7 @@ impl CudaBackend {
         let mut device_scalars_s = Vec::with_capacity(runs);
         let mut device_result = blstrs::G1Projective::identity();
         for i in 0..=runs {
-            let (sum, _, secs) = self
-                .in_pieces::<G1Affine>("msm (device scalars)", n, |off, len, out, m, c| {
-                    // SAFETY: d_s holds n scalars on this device; r holds n bases.
-                    unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c) }
-                })
-                .map_err(dev_err)?;
+            let (sum, _, secs) = self.msm_device_scalars(&r, &d_s, n)?;
             device_result = sum;
             if i > 0 {
                 device_scalars_s.push(secs);
@@ -875,14 +867,19 @@ impl CudaBackend {
         Ok(crate::MsmTimes { host_scalars_s, device_scalars_s, host_result, device_result })
     }
 
+    /// `Σ d_s[i] · r[i]` over `count` scalars already in device memory and resident G1
+    /// bases, in pieces: the sum, the pieces and their device seconds.
+    fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64)> {
+        self.in_pieces::<G1Affine>("msm (device scalars)", count, |off, len, out, m, c| {
+            // SAFETY: d_s holds at least `count` scalars on this device; r holds `count` bases.
+            unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c) }
+        })
+        .map_err(dev_err)
+    }
+
     /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
-        let (sum, pieces, secs) = self
-            .in_pieces::<G1Affine>("msm h (device scalars)", count, |off, len, out, m, c| {
-                // SAFETY: d_h holds at least `count` scalars on this device; r holds `count` bases.
-                unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_h.1, len, out, m, c) }
-            })
-            .map_err(dev_err)?;
+        let (sum, pieces, secs) = self.msm_device_scalars(r, &d_h, count)?;
         drop(d_h);
         log(format!("msm G1 h from device-resident scalars ({count}{})", piece_note(pieces)), secs);
         Ok(sum)

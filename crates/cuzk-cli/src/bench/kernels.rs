@@ -31,6 +31,17 @@ pub enum Impl {
     Sppark,
 }
 
+impl Impl {
+    /// The name `--impl` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Cpu => "cpu",
+            Impl::CpuSlices => "cpu-slices",
+            Impl::Sppark => "sppark",
+        }
+    }
+}
+
 /// One implementation's times at one size.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -113,25 +124,18 @@ pub fn msm(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
         let mut results: Vec<(String, G1Projective)> = Vec::new();
         for &imp in impls {
             match imp {
-                Impl::Cpu => {
+                Impl::Cpu | Impl::CpuSlices => {
                     let mut sum = <G1Projective as cuzk_core::group::Group>::identity();
                     let secs = repeat(runs, || {
                         let t = Instant::now();
-                        sum = Msm::<G1Affine>::msm(&cpu, b, s)?;
+                        sum = match imp {
+                            Impl::CpuSlices => cuzk_core::backend::cpu::msm_by_slices(b, s)?,
+                            _ => Msm::<G1Affine>::msm(&cpu, b, s)?,
+                        };
                         Ok(t.elapsed().as_secs_f64())
                     })?;
                     rows.push(Row::new(imp, "msm", log_n, secs));
-                    results.push(("cpu".into(), sum));
-                }
-                Impl::CpuSlices => {
-                    let mut sum = <G1Projective as cuzk_core::group::Group>::identity();
-                    let secs = repeat(runs, || {
-                        let t = Instant::now();
-                        sum = cuzk_core::backend::cpu::msm_by_slices(b, s)?;
-                        Ok(t.elapsed().as_secs_f64())
-                    })?;
-                    rows.push(Row::new(imp, "msm", log_n, secs));
-                    results.push(("cpu-slices".into(), sum));
+                    results.push((imp.name().into(), sum));
                 }
                 Impl::Sppark => {
                     let m = cuzk_gpu::time_g1_msm(d.device, &d.options, b, s, runs)?;
@@ -269,6 +273,14 @@ mod tests {
         let whats: Vec<&str> = r.rows.iter().map(|x| x.what.as_str()).collect();
         assert_eq!(whats, ["ntt", "quotient"]);
         assert!(r.rows.iter().all(|x| x.runs_s.len() == 2 && x.log_n == 5));
+    }
+
+    #[test]
+    fn each_implementation_is_named_as_impl_takes_it() {
+        use clap::ValueEnum;
+        for imp in Impl::value_variants() {
+            assert_eq!(imp.to_possible_value().unwrap().get_name(), imp.name());
+        }
     }
 
     #[test]

@@ -939,14 +939,7 @@ fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     println!("{} threads{}", r.threads, r.device.as_ref().map(|d| format!(", device {d}")).unwrap_or_default());
     println!("{:<10} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
     for x in &r.rows {
-        println!(
-            "{:<10} {:<24} 2^{:<3} {:>11.5} {:>11.5}",
-            clap::ValueEnum::to_possible_value(&x.implementation).map_or_else(String::new, |v| v.get_name().to_string()),
-            x.what,
-            x.log_n,
-            x.median_s,
-            x.min_s
-        );
+        println!("{:<10} {:<24} 2^{:<3} {:>11.5} {:>11.5}", x.implementation.name(), x.what, x.log_n, x.median_s, x.min_s);
     }
     if let Some(path) = a.json {
         write_json(&path, &r)?;
