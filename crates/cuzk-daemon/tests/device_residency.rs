@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use cuzk_core::backend::cpu::CpuBackend;
-use cuzk_core::backend::{Backend, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind, ResidentReport};
-use cuzk_core::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_core::backend::{Backend, ResidentReport};
+use cuzk_core::{G1Affine, G2Affine};
 use cuzk_daemon::proto;
 
 const REPORT: ResidentReport = ResidentReport {
@@ -34,32 +34,12 @@ struct Recorder {
     forgotten: Forgotten,
 }
 
-impl Msm<G1Affine> for Recorder {
-    fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
-        Msm::<G1Affine>::msm(&self.cpu, bases, scalars)
-    }
-    fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
-        Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices)
+impl Recorder {
+    fn inner(&self) -> &CpuBackend {
+        &self.cpu
     }
 }
-impl Msm<G2Affine> for Recorder {
-    fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
-        Msm::<G2Affine>::msm(&self.cpu, bases, scalars)
-    }
-    fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
-        Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices)
-    }
-}
-impl Ntt for Recorder {
-    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-        self.cpu.ntt(data, kind)
-    }
-}
-impl MatVec for Recorder {
-    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
-        self.cpu.mat_vec(m, inputs, aux)
-    }
-}
+cuzk_core::backend_pass_through!(Recorder, inner);
 impl Backend for Recorder {
     fn name(&self) -> &str {
         "recorder"

@@ -796,10 +796,10 @@ mod holding {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
-    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use blstrs::{G1Affine, G1Projective, Scalar};
     use cuzk_core::backend::cpu::CpuBackend;
     use cuzk_core::backend::sparse::OwnedMatrices;
-    use cuzk_core::backend::{Backend, BackendError, BackendResult, Evaluations, MatVec, Matrices, Msm, Ntt, NttKind};
+    use cuzk_core::backend::{Backend, BackendError, BackendResult, Matrices};
 
     #[derive(Default)]
     pub struct HoldingDevice {
@@ -826,32 +826,12 @@ mod holding {
         }
     }
 
-    impl Msm<G1Affine> for HoldingDevice {
-        fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<G1Projective> {
-            Msm::<G1Affine>::msm(&self.cpu, bases, scalars)
-        }
-        fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<G1Projective> {
-            Msm::<G1Affine>::sum_selected(&self.cpu, bases, indices)
+    impl HoldingDevice {
+        fn inner(&self) -> &CpuBackend {
+            &self.cpu
         }
     }
-    impl Msm<G2Affine> for HoldingDevice {
-        fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<G2Projective> {
-            Msm::<G2Affine>::msm(&self.cpu, bases, scalars)
-        }
-        fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<G2Projective> {
-            Msm::<G2Affine>::sum_selected(&self.cpu, bases, indices)
-        }
-    }
-    impl Ntt for HoldingDevice {
-        fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-            self.cpu.ntt(data, kind)
-        }
-    }
-    impl MatVec for HoldingDevice {
-        fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
-            self.cpu.mat_vec(m, inputs, aux)
-        }
-    }
+    cuzk_core::backend_pass_through!(HoldingDevice, inner);
     impl Backend for HoldingDevice {
         fn name(&self) -> &str {
             "holding"

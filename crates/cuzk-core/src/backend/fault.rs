@@ -164,7 +164,7 @@ mod faulty {
         }
     }
 
-    pass_through!(FaultyBackend, inner);
+    crate::backend_pass_through!(FaultyBackend, inner);
 
     impl Backend for FaultyBackend {
         fn name(&self) -> &str {

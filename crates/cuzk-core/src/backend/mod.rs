@@ -10,21 +10,23 @@
 //! the other way round, and it knows no circuit, proof kind or device API.
 
 /// Implements [`Msm`] (G1 and G2), [`Ntt`] and [`MatVec`] for a wrapper type by passing every
-/// call to the backend that `$inner` (a method of the wrapper) returns.
-macro_rules! pass_through {
+/// call to the backend that `$inner` (a method of the wrapper) returns; exported for wrappers
+/// in other crates (test doubles that override only [`Backend`]'s own methods).
+#[macro_export]
+macro_rules! backend_pass_through {
     ($t:ty, $inner:ident) => {
-        pass_through!(@msm $t, $inner, blstrs::G1Affine);
-        pass_through!(@msm $t, $inner, blstrs::G2Affine);
+        $crate::backend_pass_through!(@msm $t, $inner, $crate::G1Affine);
+        $crate::backend_pass_through!(@msm $t, $inner, $crate::G2Affine);
         impl $crate::backend::Ntt for $t {
-            fn ntt(&self, data: &mut [blstrs::Scalar], kind: $crate::backend::NttKind) -> $crate::backend::BackendResult<()> {
+            fn ntt(&self, data: &mut [$crate::Scalar], kind: $crate::backend::NttKind) -> $crate::backend::BackendResult<()> {
                 self.$inner().ntt(data, kind)
             }
             fn quotient(
                 &self,
-                a: Vec<blstrs::Scalar>,
-                b: Vec<blstrs::Scalar>,
-                c: Vec<blstrs::Scalar>,
-            ) -> $crate::backend::BackendResult<Vec<blstrs::Scalar>> {
+                a: Vec<$crate::Scalar>,
+                b: Vec<$crate::Scalar>,
+                c: Vec<$crate::Scalar>,
+            ) -> $crate::backend::BackendResult<Vec<$crate::Scalar>> {
                 self.$inner().quotient(a, b, c)
             }
         }
@@ -32,8 +34,8 @@ macro_rules! pass_through {
             fn mat_vec(
                 &self,
                 m: &$crate::backend::Matrices,
-                inputs: &[blstrs::Scalar],
-                aux: &[blstrs::Scalar],
+                inputs: &[$crate::Scalar],
+                aux: &[$crate::Scalar],
             ) -> $crate::backend::BackendResult<$crate::backend::Evaluations> {
                 self.$inner().mat_vec(m, inputs, aux)
             }
@@ -41,13 +43,13 @@ macro_rules! pass_through {
     };
     (@msm $t:ty, $inner:ident, $p:ty) => {
         impl $crate::backend::Msm<$p> for $t {
-            fn msm(&self, bases: &[$p], scalars: &[blstrs::Scalar]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+            fn msm(&self, bases: &[$p], scalars: &[$crate::Scalar]) -> $crate::backend::BackendResult<<$p as $crate::group::prime::PrimeCurveAffine>::Curve> {
                 <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm(bases, scalars)
             }
-            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> $crate::backend::BackendResult<<$p as $crate::group::prime::PrimeCurveAffine>::Curve> {
                 <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).sum_selected(bases, indices)
             }
-            fn msm_split(&self, bases: &[$p], scalars: &[blstrs::Scalar]) -> $crate::backend::BackendResult<<$p as group::prime::PrimeCurveAffine>::Curve> {
+            fn msm_split(&self, bases: &[$p], scalars: &[$crate::Scalar]) -> $crate::backend::BackendResult<<$p as $crate::group::prime::PrimeCurveAffine>::Curve> {
                 <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm_split(bases, scalars)
             }
         }

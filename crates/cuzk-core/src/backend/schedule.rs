@@ -24,7 +24,7 @@ impl<'a> Scheduled<'a> {
     }
 }
 
-pass_through!(Scheduled<'_>, inner);
+crate::backend_pass_through!(Scheduled<'_>, inner);
 
 impl Backend for Scheduled<'_> {
     fn name(&self) -> &str {
