@@ -9,6 +9,24 @@ struct bases_t {
     affine_t::mem_t *d;
 };
 
+// Copies n bases to the device on a stream of their own, waited for. Uploads run outside the
+// device lock, beside the calls under it; on sppark's default stream (which those calls use)
+// a call queued behind a whole section's upload: on the H100 a 4 GB witness upload took 3.2 s
+// behind the re-uploads of sections a device budget had evicted (RESULTS, 2026-12-07).
+static void CUZK_FN(copy_on_own_stream)(affine_t::mem_t *d, const affine_t *host, size_t n)
+{
+    cudaStream_t s;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    struct destroy { cudaStream_t s; ~destroy() { (void)cudaStreamDestroy(s); } } guard{s};
+    typedef affine_t::mem_t dev_t;
+    if (sizeof(dev_t) == sizeof(affine_t))
+        CUDA_OK(cudaMemcpyAsync(d, host, n * sizeof(dev_t), cudaMemcpyHostToDevice, s));
+    else
+        CUDA_OK(cudaMemcpy2DAsync(d, sizeof(dev_t), host, sizeof(affine_t), std::min(sizeof(dev_t), sizeof(affine_t)), n,
+                                  cudaMemcpyHostToDevice, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+}
+
 extern "C" int CUZK_FN(upload)(int dev, const affine_t *host, size_t n, void **handle, CUZK_ERR_ARGS)
 {
     CUZK_TRY
@@ -17,8 +35,7 @@ extern "C" int CUZK_FN(upload)(int dev, const affine_t *host, size_t n, void **h
     affine_t::mem_t *d = nullptr;
     CUDA_OK(cudaMalloc(&d, (n ? n : 1) * sizeof(affine_t::mem_t)));
     try {
-        if (n) gpu.HtoD(d, host, n, sizeof(affine_t));
-        gpu.sync();
+        if (n) CUZK_FN(copy_on_own_stream)(d, host, n);
     } catch (...) {
         cudaFree(d);
         throw;
