@@ -18,11 +18,11 @@ static void CUZK_FN(copy_on_own_stream)(affine_t::mem_t *d, const affine_t *host
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     struct destroy { cudaStream_t s; ~destroy() { (void)cudaStreamDestroy(s); } } guard{s};
-    typedef affine_t::mem_t dev_t;
-    if (sizeof(dev_t) == sizeof(affine_t))
-        CUDA_OK(cudaMemcpyAsync(d, host, n * sizeof(dev_t), cudaMemcpyHostToDevice, s));
+    typedef affine_t::mem_t dev_point_t;
+    if (sizeof(dev_point_t) == sizeof(affine_t))
+        CUDA_OK(cudaMemcpyAsync(d, host, n * sizeof(dev_point_t), cudaMemcpyHostToDevice, s));
     else
-        CUDA_OK(cudaMemcpy2DAsync(d, sizeof(dev_t), host, sizeof(affine_t), std::min(sizeof(dev_t), sizeof(affine_t)), n,
+        CUDA_OK(cudaMemcpy2DAsync(d, sizeof(dev_point_t), host, sizeof(affine_t), std::min(sizeof(dev_point_t), sizeof(affine_t)), n,
                                   cudaMemcpyHostToDevice, s));
     CUDA_OK(cudaStreamSynchronize(s));
 }
