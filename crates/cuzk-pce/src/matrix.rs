@@ -71,6 +71,10 @@ pub struct PreCompiledCircuit {
     /// matrices by it, which lets the host release its entries ([`Self::with_entries_released`]).
     #[serde(skip)]
     pub identity: Option<u64>,
+    /// Set by [`Self::with_entries_released`]: A, B and C hold nothing on the host (a device
+    /// holds them); never stored.
+    #[serde(skip)]
+    pub entries_released: bool,
 }
 
 /// The density bitmaps' helpers, defined once in cuzk-core.
@@ -91,15 +95,15 @@ impl PreCompiledCircuit {
             + (self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len()) * 8
     }
 
-    /// This PCE without the matrices' entries (columns and coefficient indices, ~3/4 of its
-    /// bytes): what the host keeps once every device holds a copy of the matrices. The row
-    /// offsets, coefficients, densities and counts stay; [`Self::evaluate`] then refuses, and
-    /// only a backend holding the matrices under [`Self::identity`] can prove with it. `None`
-    /// when there is no identity to find the device copy by.
+    /// This PCE without the matrices (row offsets, columns and coefficient indices, all but
+    /// ~1/20 of its bytes at 32 GiB): what the host keeps once every device holds a copy of the
+    /// matrices. The coefficients, densities and counts stay (the row count among them);
+    /// [`Self::evaluate`] then refuses, and only a backend holding the matrices under
+    /// [`Self::identity`] can prove with it. `None` when there is no identity to find the
+    /// device copy by.
     pub fn with_entries_released(&self) -> Option<PreCompiledCircuit> {
         self.identity?;
-        let rows_only = |m: &CsrMatrix| CsrMatrix { row_ptr: m.row_ptr.clone(), cols: Vec::new(), coeff_idx: Vec::new() };
-        Some(PreCompiledCircuit { a: rows_only(&self.a), b: rows_only(&self.b), c: rows_only(&self.c), ..self.clone_without_matrices() })
+        Some(PreCompiledCircuit { entries_released: true, ..self.clone_without_matrices() })
     }
 
     /// Whether the matrices' entries were released ([`Self::with_entries_released`]).
@@ -120,6 +124,7 @@ impl PreCompiledCircuit {
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
             identity: self.identity,
+            entries_released: false,
         }
     }
 
@@ -136,6 +141,7 @@ impl PreCompiledCircuit {
             c: v(&self.c),
             coeffs: &self.coeffs,
             identity: self.identity,
+            released_rows: self.entries_released.then_some(self.num_constraints),
         }
     }
 

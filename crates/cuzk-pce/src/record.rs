@@ -159,6 +159,7 @@ impl RecordingCs {
             b_input_density: b_in,
             b_aux_density: b_aux,
             identity: None,
+            entries_released: false,
         })
     }
 }

@@ -121,8 +121,8 @@ pub struct Config {
     /// [`Engine::start`] sets the process's pool to it; 0 leaves the pool as it is (keeping
     /// nothing unless another engine in the process sized it).
     pub buffer_pool_bytes: u64,
-    /// Release the host's copy of a circuit's matrix entries (~3/4 of a PCE's bytes: 4.3 of
-    /// 5.9 GB for a 32 GiB PoRep partition) once every device holds the matrices, with the
+    /// Release the host's copy of a circuit's matrices (row offsets and entries: all but
+    /// ~0.05 of the 5.9 GB of a 32 GiB PoRep partition's PCE) once every device holds them, with the
     /// mat-vec on the devices ([`MatVecPlace::Backend`]). A device that has lost its copy, or a
     /// CPU fallback, reloads them from the PCE's cache file. Only PCEs loaded through
     /// [`crate::resources`] are released.

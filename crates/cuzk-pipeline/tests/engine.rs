@@ -884,7 +884,7 @@ fn the_host_releases_matrix_entries_the_devices_hold_and_reloads_them_when_a_dev
     cfg.release_host_matrices = true;
     let engine = Engine::start(cfg).unwrap();
 
-    // The first proof uploads the matrices; then the registry holds only their row offsets.
+    // The first proof uploads the matrices; then the registry holds only their counts.
     let first = engine.submit(job(&with_pce(full.clone()), &rs(1, 2), None, None)).unwrap().wait();
     assert_eq!(first.result.unwrap(), reference(&f, &rs(1, 2)));
     let released = from_registry();

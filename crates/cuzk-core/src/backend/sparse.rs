@@ -55,6 +55,9 @@ pub struct Matrices<'a> {
     /// identity), or `None`. A backend that keeps matrices resident keys them by it, and may
     /// then serve matrices whose host entries were released ([`Matrices::entries_released`]).
     pub identity: Option<u64>,
+    /// The number of rows when the host released the matrices' entries and row offsets
+    /// after a device took a copy (the three views are then empty), else `None`.
+    pub released_rows: Option<usize>,
 }
 
 /// a = A·w, b = B·w, c = C·w, one value per constraint.
@@ -71,15 +74,15 @@ pub struct Evaluations {
 impl Matrices<'_> {
     /// Constraints (rows of each matrix).
     pub fn rows(&self) -> usize {
-        self.a.rows()
+        self.released_rows.unwrap_or_else(|| self.a.rows())
     }
 
     /// Whether the host released these matrices' entries (columns and coefficient indices)
-    /// after a device took a copy: only the row offsets, the coefficients and the identity
-    /// remain, and only a backend holding the copy can evaluate them.
+    /// after a device took a copy ([`Self::released_rows`], or row offsets without their
+    /// entries): only a backend holding the copy, found by [`Self::identity`], can evaluate them.
     pub fn entries_released(&self) -> bool {
         let expected = |m: &CsrView| m.row_ptr.last().is_some_and(|&n| n as usize != m.cols.len());
-        self.identity.is_some() && (expected(&self.a) || expected(&self.b) || expected(&self.c))
+        self.identity.is_some() && (self.released_rows.is_some() || expected(&self.a) || expected(&self.b) || expected(&self.c))
     }
 
     /// Refuses matrices whose entries were released ([`Self::entries_released`]): what a
@@ -94,8 +97,8 @@ impl Matrices<'_> {
         Ok(())
     }
 
-    /// Checks that the witness fits and the three matrices agree in shape (also when their
-    /// entries were released: the row offsets stay).
+    /// Checks that the witness fits and the three matrices agree in shape (when their entries
+    /// were released, the witness only: the row count stays, the offsets went).
     pub fn check_witness(&self, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<()> {
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(BackendError::Input(format!(
@@ -106,7 +109,7 @@ impl Matrices<'_> {
                 self.num_aux
             )));
         }
-        if self.b.rows() != self.rows() || self.c.rows() != self.rows() {
+        if self.released_rows.is_none() && (self.b.rows() != self.rows() || self.c.rows() != self.rows()) {
             return Err(BackendError::Input(format!("matrices of unequal height: {}, {}, {}", self.rows(), self.b.rows(), self.c.rows())));
         }
         Ok(())
@@ -290,6 +293,7 @@ impl OwnedMatrices {
             c: v(&self.mats[2]),
             coeffs: &self.coeffs,
             identity: None,
+            released_rows: None,
         }
     }
 }
@@ -338,5 +342,13 @@ mod tests {
         let e = CpuBackend::new().mat_vec(&released, &[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).unwrap_err().to_string();
         assert!(e.contains("released"), "the CPU refuses to evaluate them: {e}");
         assert!(!rows_only.view().entries_released(), "without an identity nothing names a device copy: merely broken");
+        // Released as the PCE releases them: no offsets either, the row count kept.
+        let none = OwnedMatrices { mats: owned.mats.clone().map(|_| (Vec::new(), Vec::new(), Vec::new())), ..owned.clone() };
+        let bare = Matrices { identity: Some(7), released_rows: Some(whole.rows()), ..none.view() };
+        assert!(bare.entries_released() && bare.rows() == 60, "rows {}", bare.rows());
+        bare.check_witness(&[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).expect("the witness still fits");
+        assert!(bare.check_witness(&[Scalar::ONE], &[Scalar::ONE; 50]).is_err(), "and a wrong one is still refused");
+        let e = CpuBackend::new().mat_vec(&bare, &[Scalar::ONE, Scalar::ONE], &[Scalar::ONE; 50]).unwrap_err().to_string();
+        assert!(e.contains("released"), "{e}");
     }
 }
