@@ -290,8 +290,12 @@ pub fn validate(p: &PreCompiledCircuit) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Writes `pce` to `path` atomically. Returns the file size.
+/// Writes `pce` to `path` atomically. Returns the file size. A PCE whose matrices were
+/// released on the host is refused: it has nothing to store.
 pub fn store(path: &Path, identity: &str, pce: &PreCompiledCircuit) -> Result<u64> {
+    if pce.entries_released {
+        return Err(cuzk_core::Error::Invalid(format!("not caching {}: its matrices were released on the host", path.display())).into());
+    }
     let raw = bincode::serialize(pce).map_err(|e| PceError::Synthesis(format!("encoding PCE: {e}")))?;
     let payload = zstd::bulk::compress(&raw, 3).map_err(|e| cuzk_core::Error::io(path, e))?;
     drop(raw);

@@ -236,5 +236,9 @@ fn a_pce_with_released_entries_keeps_its_counts_and_densities_and_refuses_to_eva
     let e = released.evaluate(&inputs, &aux).unwrap_err().to_string();
     assert!(e.contains("released"), "{e}");
     released.matrices().check_witness(&inputs, &aux).expect("a device can still be handed the witness");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("released.pce");
+    let e = cache::store(&path, "sample", &released).unwrap_err().to_string();
+    assert!(e.contains("released") && !path.exists(), "{e}");
     assert!(released.matrices().check_witness(&inputs, &aux[1..]).is_err(), "a witness of the wrong width is still refused");
 }
