@@ -90,25 +90,15 @@ fn combine_tiles<C: group::Group>(tiles: Vec<C>, window: usize) -> C {
 }
 
 /// The tiles' window for `chunks` chunks of `chunk` points on `threads` threads: the width
-/// from 4 to 20 bits with the least modelled time, rounds of tiles × (points + buckets), since a
-/// tile passes once over its chunk's points and about twice over its 2^(w−1) buckets, and the
-/// tiles run `threads` at a time. [`window_bits`]' width alone can leave a short last round:
-/// on the 16-core H100 host its 19 tiles of 14 bits at 2^17 points (two rounds) made the tiles
-/// 1.20× slower than the slices, where 16 tiles of 16 bits fill one round.
+/// from 4 to 20 bits with the least modelled time (the narrower on a tie), rounds of tiles ×
+/// (points + buckets), since a tile passes once over its chunk's points and about twice over
+/// its 2^(w−1) buckets, and the tiles run `threads` at a time. The width the tiles took before,
+/// from the point count alone, can leave a short last round: on the 16-core H100 host its 19
+/// tiles of 14 bits at 2^17 points (two rounds) made the tiles 1.20× slower than the slices,
+/// where 16 tiles of 16 bits fill one round.
 fn tile_window(chunk: usize, chunks: usize, threads: usize) -> usize {
     let time = |w: usize| (chunks * (255 / w + 1)).div_ceil(threads.max(1)) * (chunk + (1 << w));
-    (4..=20).min_by_key(|&w| (time(w), w)).unwrap_or_else(|| window_bits(chunk))
-}
-
-/// The Pippenger window for `n` points: wider for more points (the bucket pass costs 2^w
-/// additions, the point pass n per window).
-fn window_bits(n: usize) -> usize {
-    match n.max(1).ilog2() as usize {
-        lg if lg > 12 => lg - 3,
-        lg if lg > 8 => lg - 2,
-        lg if lg > 4 => lg - 1,
-        _ => 2,
-    }
+    (5..=20).fold(4, |best, w| if time(w) < time(best) { w } else { best })
 }
 
 /// 32 little-endian bytes per scalar, as blst reads them.
@@ -187,6 +177,18 @@ impl MatVec for CpuBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Pippenger window for `n` points from the point count alone (wider for more points:
+    /// the bucket pass costs 2^w additions, the point pass n per window): the width the tiles
+    /// took before [`tile_window`], and a width blst's tile kernel must sum right.
+    fn window_bits(n: usize) -> usize {
+        match n.max(1).ilog2() as usize {
+            lg if lg > 12 => lg - 3,
+            lg if lg > 8 => lg - 2,
+            lg if lg > 4 => lg - 1,
+            _ => 2,
+        }
+    }
 
     #[test]
     fn the_tiles_window_fills_whole_rounds_of_threads() {
