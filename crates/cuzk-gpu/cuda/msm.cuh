@@ -98,6 +98,37 @@ extern "C" int CUZK_FN(msm_host)(int dev, const affine_t *bases, const scalar_t 
     CUZK_CATCH
 }
 
+// The bitmap-sum kernel over npoints device points, adding into d_ret's partial sums when
+// `accumulate` (else overwriting them); d_map holds the map as the kernel reads it, 32 words
+// per 1024 points, zero-padded.
+static void CUZK_FN(launch_bitmap_sum)(const gpu_t &gpu, bucket_t::mem_t *d_ret, const affine_t::mem_t *d_pts, size_t npoints,
+                                        const uint32_t *d_map, bool accumulate)
+{
+    void (*kern)(bucket_t::mem_t *, const affine_t::mem_t *, uint32_t, const uint32_t *, bool, uint32_t) =
+        batch_addition<bucket_t, affine_t::mem_t>;
+    gpu.launch_coop(kern, {(int)gpu.sm_count(), BATCH_ADD_BLOCK_SIZE}, d_ret, d_pts, (uint32_t)npoints, d_map, accumulate, 0u);
+}
+
+// Words [from, from + the padded count for npoints) of the caller's map (nwords long), zero past it.
+static std::vector<uint32_t> CUZK_FN(padded_map)(const uint32_t *bitmap, size_t nwords, size_t from, size_t npoints)
+{
+    std::vector<uint32_t> map(std::max<size_t>(((npoints + 1023) / 1024) * 32, 32), 0);
+    if (from < nwords) std::memcpy(map.data(), bitmap + from, std::min(nwords - from, map.size()) * sizeof(uint32_t));
+    return map;
+}
+
+static size_t CUZK_FN(partial_sums)(const gpu_t &gpu) { return gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
+
+// The total of the kernel's partial sums in d_ret.
+static void CUZK_FN(total)(const gpu_t &gpu, const bucket_t::mem_t *d_ret, point_t *out)
+{
+    std::vector<bucket_t> ret(CUZK_FN(partial_sums)(gpu));
+    gpu.DtoH(ret.data(), d_ret, ret.size());
+    gpu.sync();
+    bucket_t sum = sum_up(ret);
+    *out = sum;
+}
+
 // Sum of the resident bases whose bit is set in `bitmap` (32-bit words, bit i = base i):
 // the 0/1 part of a split MSM, as batched additions on the device.
 extern "C" int CUZK_FN(sum_bitmap)(void *handle, const uint32_t *bitmap, size_t nwords, point_t *out, CUZK_ERR_ARGS)
@@ -106,23 +137,41 @@ extern "C" int CUZK_FN(sum_bitmap)(void *handle, const uint32_t *bitmap, size_t 
     auto *b = static_cast<bases_t *>(handle);
     const gpu_t &gpu = select_gpu(b->dev);
     gpu.select();
-    // The kernel reads the map 32 words per 1024 points: pad with zero words.
-    size_t need = ((b->n + 1023) / 1024) * 32;
-    std::vector<uint32_t> map(need ? need : 32, 0);
-    std::memcpy(map.data(), bitmap, std::min(nwords, map.size()) * sizeof(uint32_t));
+    std::vector<uint32_t> map = CUZK_FN(padded_map)(bitmap, nwords, 0, b->n);
     dev_ptr_t<uint32_t> d_map{map.size()};
     gpu.HtoD(&d_map[0], map.data(), map.size());
-    size_t nret = gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-    dev_ptr_t<bucket_t::mem_t> d_ret{nret};
-    void (*kern)(bucket_t::mem_t *, const affine_t::mem_t *, uint32_t, const uint32_t *, bool, uint32_t) =
-        batch_addition<bucket_t, affine_t::mem_t>;
-    gpu.launch_coop(kern, {(int)gpu.sm_count(), BATCH_ADD_BLOCK_SIZE},
-                    &d_ret[0], (const affine_t::mem_t *)b->d, (uint32_t)b->n, (const uint32_t *)&d_map[0],
-                    false, 0u);
-    std::vector<bucket_t> ret(nret);
-    gpu.DtoH(ret.data(), &d_ret[0], nret);
-    gpu.sync();
-    bucket_t sum = sum_up(ret);
-    *out = sum;
+    dev_ptr_t<bucket_t::mem_t> d_ret{CUZK_FN(partial_sums)(gpu)};
+    CUZK_FN(launch_bitmap_sum)(gpu, &d_ret[0], b->d, b->n, &d_map[0], false);
+    CUZK_FN(total)(gpu, &d_ret[0], out);
+    CUZK_CATCH
+}
+
+// The same over n bases in host memory that are not resident (a section a device budget
+// streams): they go up in chunks of `chunk` points (rounded up to a multiple of 1024, so each
+// chunk's map starts on a word), each summed into the same partial sums, so device memory
+// stays bounded whatever n is.
+extern "C" int CUZK_FN(sum_bitmap_host)(int dev, const affine_t *bases, size_t n, const uint32_t *bitmap, size_t nwords, size_t chunk,
+                                        point_t *out, CUZK_ERR_ARGS)
+{
+    CUZK_TRY
+    if (n == 0) {
+        out->inf();
+        return 0;
+    }
+    const gpu_t &gpu = select_gpu(dev);
+    gpu.select();
+    chunk = std::min(n, std::max<size_t>((chunk + 1023) / 1024 * 1024, 1024));
+    dev_ptr_t<affine_t::mem_t> d_pts{chunk};
+    dev_ptr_t<uint32_t> d_map{CUZK_FN(padded_map)(bitmap, 0, 0, chunk).size()};
+    dev_ptr_t<bucket_t::mem_t> d_ret{CUZK_FN(partial_sums)(gpu)};
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t len = std::min(chunk, n - off);
+        std::vector<uint32_t> map = CUZK_FN(padded_map)(bitmap, nwords, off / 32, len);
+        gpu.sync(); // the previous chunk's kernel has read its points and map
+        gpu.HtoD(&d_map[0], map.data(), map.size());
+        CUZK_FN(copy_on_own_stream)(&d_pts[0], bases + off, len);
+        CUZK_FN(launch_bitmap_sum)(gpu, &d_ret[0], &d_pts[0], len, &d_map[0], off != 0);
+    }
+    CUZK_FN(total)(gpu, &d_ret[0], out);
     CUZK_CATCH
 }

@@ -40,6 +40,9 @@ const PCE_SLOTS: usize = 3;
 /// the mat-vec + quotient call: a 32 GiB PoRep partition's 4.2 GB witness took ~0.49 s of that
 /// call on the H100 as one copy, which an urgent job arriving meanwhile had to wait for.
 const WITNESS_PIECE_BYTES: usize = 256 << 20;
+/// Bases not kept on the device go up for a bitmap sum in chunks of this many points (384 MiB
+/// of G1, 768 MiB of G2 on the device at a time).
+const STREAM_CHUNK: usize = 1 << 22;
 /// Below this size an NTT runs on the CPU.
 const NTT_CPU_BELOW: usize = 1 << 10;
 /// Below this many constraints the mat-vec runs on the CPU.
@@ -179,11 +182,14 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sum_host(dev: i32, p: *const Self::Raw, n: usize, map: *const u32, w: usize, chunk: usize, o: *mut Self::RawProj, m: *mut u8, c: usize)
+        -> i32;
     fn from_raw(p: Self::RawProj) -> Self::Curve;
 }
 
 macro_rules! gpu_curve {
-    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident) => {
+    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident, $sum_host:ident) => {
         impl GpuCurve for $t {
             type Raw = $raw;
             type RawProj = $proj;
@@ -203,6 +209,9 @@ macro_rules! gpu_curve {
             unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
                 unsafe { ffi::$sum(h, map, w, o, m, c) }
             }
+            unsafe fn sum_host(dev: i32, p: *const $raw, n: usize, map: *const u32, w: usize, chunk: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$sum_host(dev, p, n, map, w, chunk, o, m, c) }
+            }
             fn from_raw(p: $proj) -> Self::Curve {
                 // SAFETY: the blstrs projective types are repr(transparent) over blst's Jacobian
                 // points, which is the layout sppark's jacobian_t writes.
@@ -221,7 +230,8 @@ gpu_curve!(
     cuzk_g1_free,
     cuzk_g1_msm_resident,
     cuzk_g1_msm_host,
-    cuzk_g1_sum_bitmap
+    cuzk_g1_sum_bitmap,
+    cuzk_g1_sum_bitmap_host
 );
 gpu_curve!(
     G2Affine,
@@ -232,7 +242,8 @@ gpu_curve!(
     cuzk_g2_free,
     cuzk_g2_msm_resident,
     cuzk_g2_msm_host,
-    cuzk_g2_sum_bitmap
+    cuzk_g2_sum_bitmap,
+    cuzk_g2_sum_bitmap_host
 );
 
 /// Bases resident on the device, freed on drop.
@@ -404,6 +415,8 @@ pub struct CudaBackend {
     msm_piece: usize,
     /// The most bytes one device call of a witness upload copies.
     witness_piece: usize,
+    /// Points per chunk of a bitmap sum over bases not kept on the device.
+    stream_chunk: usize,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -430,6 +443,7 @@ impl CudaBackend {
             no_pinned: std::sync::atomic::AtomicBool::new(false),
             msm_piece: usize::MAX,
             witness_piece: WITNESS_PIECE_BYTES,
+            stream_chunk: STREAM_CHUNK,
         })
     }
 
@@ -531,7 +545,7 @@ impl CudaBackend {
         // The same address with other contents: the old slice is gone.
         cache.remove_stale(key.tag, key.addr);
         let bytes = (key.len * std::mem::size_of::<P::Raw>()) as u64;
-        if let Err(why) = cache.make_room(bytes) {
+        if let Err(why) = cache.make_room(&key, bytes) {
             tracing::debug!(curve = P::NAME, len = key.len, bytes, ?why, "bases not kept resident: streamed with the call");
             return Ok(None);
         }
@@ -574,13 +588,17 @@ impl CudaBackend {
             log(format!("msm {} ({n}{})", P::NAME, piece_note(pieces)), secs);
             return Ok(sum);
         }
-        let mut out = P::RawProj::default();
-        // SAFETY: n bases and n scalars in host memory.
-        let secs = self
-            .device_call("msm", |m, c| unsafe { P::host(self.dev, bases.as_ptr() as *const P::Raw, s, n, &mut out, m, c) })
+        // Bases from host memory, in pieces as resident ones are (a section a device budget
+        // streams can be 12 GB: one call would hold the device lock for all of its transfer).
+        let p = bases.as_ptr() as *const P::Raw;
+        let (sum, pieces, secs) = self
+            .in_pieces::<P>("msm", n, |off, len, out, m, c| {
+                // SAFETY: bases[off..off + len] and scalars[off..off + len] in host memory.
+                unsafe { P::host(self.dev, p.add(off), s.add(off), len, out, m, c) }
+            })
             .map_err(dev_err)?;
-        log(format!("msm {} ({n})", P::NAME), secs);
-        Ok(P::from_raw(out))
+        log(format!("msm {} ({n}{}, bases from the host)", P::NAME, piece_note(pieces)), secs);
+        Ok(sum)
     }
 
     fn sum_gpu<P: GpuCurve>(&self, bases: &[P], indices: &[u32]) -> BackendResult<P::Curve> {
@@ -601,9 +619,15 @@ impl CudaBackend {
     /// `Σ bases[i]` over the set bits of `map` (bit i of word i/32), on the resident bases.
     fn sum_bitmap_gpu<P: GpuCurve>(&self, bases: &[P], map: &[u32], count: usize) -> BackendResult<P::Curve> {
         let Some(r) = self.resident(bases)? else {
-            // No room on the device for these bases: the CPU sums the selected ones.
-            let indices: Vec<u32> = (0..bases.len() as u32).filter(|&i| map[i as usize / 32] >> (i % 32) & 1 == 1).collect();
-            return P::msm_of(&self.cpu).sum_selected(bases, &indices);
+            // Not kept on the device: the bases go up with the call, in chunks.
+            let mut out = P::RawProj::default();
+            let p = bases.as_ptr() as *const P::Raw;
+            // SAFETY: `bases` holds bases.len() points of the blst layout; map.len() words.
+            let secs = self
+                .device_call("bitmap sum", |m, c| unsafe { P::sum_host(self.dev, p, bases.len(), map.as_ptr(), map.len(), self.stream_chunk, &mut out, m, c) })
+                .map_err(dev_err)?;
+            log(format!("bitmap sum {} ({count} of {}, bases from the host)", P::NAME, bases.len()), secs);
+            return Ok(P::from_raw(out));
         };
         let mut out = P::RawProj::default();
         // SAFETY: the map covers the resident bases.
@@ -1153,6 +1177,26 @@ mod tests {
         }
         assert_eq!(b.forget_bases(&[&second], &[]), one);
         assert_eq!(b.resident_report().bytes, 0);
+        // A split MSM over the bases that do not fit: the ones' sum streams them up in chunks
+        // (here of 1024 points, so a sum crosses 128 chunks and a partial last word), the
+        // general part takes the host-bases MSM in pieces; both against the CPU.
+        let mut b = b.with_msm_piece(RESIDENT_FROM);
+        b.stream_chunk = 1000;
+        let streamed = b.resident_report().streamed;
+        let mixed: Vec<Scalar> = (0..2 * n)
+            .map(|i| match i % 7 {
+                0 | 3 => Scalar::ZERO,
+                1 | 4 | 5 => Scalar::ONE,
+                _ => scalars[i],
+            })
+            .collect();
+        for (bases, scalars) in [(&big, &mixed[..]), (&big, &mixed[..2 * n - 77])] {
+            let bases = &bases[..scalars.len()];
+            let want = Msm::<G1Affine>::msm(&b.cpu, bases, scalars).unwrap();
+            assert_eq!(Msm::<G1Affine>::msm_split(&b, bases, scalars).unwrap(), want, "{} points", scalars.len());
+            assert_eq!(Msm::<G1Affine>::msm(&b, bases, scalars).unwrap(), want, "{} points, plain", scalars.len());
+        }
+        assert_eq!(b.resident_report().streamed, streamed + 4, "each call streamed the bases");
     }
 
     /// On a GPU: an MSM with resident bases, a panic while the device lock is held, then the

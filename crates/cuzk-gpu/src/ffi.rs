@@ -7,7 +7,7 @@ use std::ffi::c_void;
 pub type Handle = *mut c_void;
 
 macro_rules! curve_fns {
-    ($upload:ident, $free:ident, $resident:ident, $host:ident, $sum:ident, $aff:ty, $proj:ty) => {
+    ($upload:ident, $free:ident, $resident:ident, $host:ident, $sum:ident, $sum_host:ident, $aff:ty, $proj:ty) => {
         extern "C" {
             pub fn $upload(dev: i32, host: *const $aff, n: usize, handle: *mut Handle, msg: *mut u8, cap: usize) -> i32;
             pub fn $free(handle: Handle);
@@ -30,12 +30,23 @@ macro_rules! curve_fns {
                 cap: usize,
             ) -> i32;
             pub fn $sum(handle: Handle, bitmap: *const u32, nwords: usize, out: *mut $proj, msg: *mut u8, cap: usize) -> i32;
+            pub fn $sum_host(
+                dev: i32,
+                bases: *const $aff,
+                n: usize,
+                bitmap: *const u32,
+                nwords: usize,
+                chunk: usize,
+                out: *mut $proj,
+                msg: *mut u8,
+                cap: usize,
+            ) -> i32;
         }
     };
 }
 
-curve_fns!(cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap, blst::blst_p1_affine, blst::blst_p1);
-curve_fns!(cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap, blst::blst_p2_affine, blst::blst_p2);
+curve_fns!(cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap, cuzk_g1_sum_bitmap_host, blst::blst_p1_affine, blst::blst_p1);
+curve_fns!(cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap, cuzk_g2_sum_bitmap_host, blst::blst_p2_affine, blst::blst_p2);
 
 /// Stages reported by `cuzk_quotient`, in its order.
 pub const QUOTIENT_STAGES: [&str; 10] = [

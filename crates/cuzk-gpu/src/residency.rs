@@ -1,8 +1,11 @@
 //! Which SRS sections and circuit matrices stay in device memory. [`ResidentSet`]: resident
 //! copies of SRS sections under a byte budget, least recently used dropped first when a new
-//! one needs the room. A copy a running call still holds (its `Arc` is shared) is never
-//! chosen, so eviction cannot free memory under a kernel; a section larger than the whole
-//! budget is refused, and the caller streams its bases with each call instead.
+//! one needs the room — unless the proofs cycle through more sections than fit: a section
+//! whose room would cost a copy used since the section's own last use is streamed instead,
+//! so one section travels with each call rather than every section being uploaded again in
+//! turn. A copy a running call still holds (its `Arc` is shared) is never chosen, so eviction
+//! cannot free memory under a kernel; a section larger than the whole budget is refused, and
+//! the caller streams its bases with each call instead.
 //! [`RecentSlots`]: the matrices of the last few circuits, so that circuits proved in turn on
 //! one device (PoRep partitions with a WinningPoSt between them) each find theirs resident
 //! instead of uploading gigabytes again at every switch. [`smallest_fitting`]: which pooled
@@ -41,13 +44,23 @@ pub enum NoRoom {
     OverBudget,
     /// Copies in use by running calls hold the room it needs.
     Busy,
+    /// The room would cost a copy used since this section's own last use: the proofs cycle
+    /// through more sections than fit, and evicting that copy would only move the miss to it.
+    Cycle,
 }
+
+/// How many sections' last uses a [`ResidentSet`] remembers after they left (or never
+/// entered) it: the SRS sections of a few circuits.
+const REMEMBERED: usize = 64;
 
 /// Resident copies under an optional byte budget.
 pub struct ResidentSet<T> {
     entries: Vec<Entry<T>>,
     budget: Option<u64>,
     clock: u64,
+    /// When sections were last asked for while not resident, or last used before they were
+    /// evicted; oldest record first.
+    last_asked: Vec<(SectionKey, u64)>,
     evictions: u64,
     streamed: u64,
 }
@@ -55,7 +68,7 @@ pub struct ResidentSet<T> {
 impl<T> ResidentSet<T> {
     /// An empty set; `budget` caps the bytes it holds (`None`: no cap).
     pub fn new(budget: Option<u64>) -> Self {
-        ResidentSet { entries: Vec::new(), budget, clock: 0, evictions: 0, streamed: 0 }
+        ResidentSet { entries: Vec::new(), budget, clock: 0, last_asked: Vec::new(), evictions: 0, streamed: 0 }
     }
 
     /// The copy of `key`, marked as just used.
@@ -73,31 +86,69 @@ impl<T> ResidentSet<T> {
         self.entries.retain(|e| !(e.key.tag == tag && e.key.addr == addr));
     }
 
-    /// Frees room for `bytes` more under the budget, dropping unused copies least recently
-    /// used first. On `Err` nothing was dropped.
-    pub fn make_room(&mut self, bytes: u64) -> Result<(), NoRoom> {
+    /// Frees room for `bytes` more under the budget for the section `key` (not resident),
+    /// dropping unused copies least recently used first. Refused when the section is larger
+    /// than the budget, when running calls hold the room, or when the room would cost a copy
+    /// used since `key` was last asked for ([`NoRoom::Cycle`]). On `Err` nothing was dropped,
+    /// and the caller streams the section with its call.
+    pub fn make_room(&mut self, key: &SectionKey, bytes: u64) -> Result<(), NoRoom> {
+        self.clock += 1;
+        let previous = self.remember_asked(key, self.clock);
         let Some(budget) = self.budget else { return Ok(()) };
+        let refused = |set: &mut Self, why| {
+            set.streamed += 1;
+            Err(why)
+        };
         if bytes > budget {
-            self.streamed += 1;
-            return Err(NoRoom::OverBudget);
+            return refused(self, NoRoom::OverBudget);
         }
-        let free_now = budget.saturating_sub(self.bytes());
-        let reclaimable: u64 = self.entries.iter().filter(|e| Arc::strong_count(&e.value) == 1).map(|e| e.bytes).sum();
-        if free_now + reclaimable < bytes {
-            self.streamed += 1;
-            return Err(NoRoom::Busy);
+        let Some(victims) = self.victims_for(budget, bytes) else { return refused(self, NoRoom::Busy) };
+        let newest_victim = victims.iter().map(|&i| self.entries[i].last_use).max();
+        if let (Some(asked), Some(used)) = (previous, newest_victim) {
+            if used > asked {
+                return refused(self, NoRoom::Cycle);
+            }
         }
-        while budget.saturating_sub(self.bytes()) < bytes {
+        for _ in &victims {
             self.evict_lru();
         }
         Ok(())
+    }
+
+    /// The unheld copies, least recently used first, whose eviction makes room for `bytes`
+    /// (empty when it fits now); `None` when all of them together are not enough.
+    fn victims_for(&self, budget: u64, bytes: u64) -> Option<Vec<usize>> {
+        let mut free = budget.saturating_sub(self.bytes());
+        let mut unheld: Vec<usize> = (0..self.entries.len()).filter(|&i| Arc::strong_count(&self.entries[i].value) == 1).collect();
+        unheld.sort_by_key(|&i| self.entries[i].last_use);
+        let mut victims = Vec::new();
+        for i in unheld {
+            if free >= bytes {
+                break;
+            }
+            free += self.entries[i].bytes;
+            victims.push(i);
+        }
+        (free >= bytes).then_some(victims)
+    }
+
+    /// Records that `key` was asked for (or, leaving, last used) at `now`; returns the time
+    /// recorded before, if remembered.
+    fn remember_asked(&mut self, key: &SectionKey, now: u64) -> Option<u64> {
+        let before = self.last_asked.iter().position(|(k, _)| k == key).map(|i| self.last_asked.remove(i).1);
+        if self.last_asked.len() == REMEMBERED {
+            self.last_asked.remove(0);
+        }
+        self.last_asked.push((*key, now));
+        before
     }
 
     /// Drops the least recently used copy no call holds; `false` when there is none.
     pub fn evict_lru(&mut self) -> bool {
         let victim = self.entries.iter().enumerate().filter(|(_, e)| Arc::strong_count(&e.value) == 1).min_by_key(|(_, e)| e.last_use);
         let Some((i, _)) = victim else { return false };
-        self.entries.swap_remove(i);
+        let gone = self.entries.swap_remove(i);
+        self.remember_asked(&gone.key, gone.last_use);
         self.evictions += 1;
         true
     }
@@ -251,7 +302,7 @@ mod tests {
     }
 
     fn add(set: &mut ResidentSet<usize>, addr: usize, bytes: u64) -> Result<Arc<usize>, NoRoom> {
-        set.make_room(bytes)?;
+        set.make_room(&key(addr), bytes)?;
         let v = Arc::new(addr);
         set.insert(key(addr), bytes, v.clone());
         Ok(v)
@@ -294,6 +345,73 @@ mod tests {
         assert!(set.evict_lru());
         assert_eq!(set.bytes(), 0);
         assert!(!set.evict_lru(), "nothing left to drop");
+    }
+
+    /// What the CUDA backend does for one section: a hit, else room and an upload, else the
+    /// section streamed with its call.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Asked {
+        Hit,
+        Uploaded,
+        Streamed(NoRoom),
+    }
+
+    fn ask(set: &mut ResidentSet<usize>, addr: usize, bytes: u64) -> Asked {
+        if set.get(&key(addr)).is_some() {
+            return Asked::Hit;
+        }
+        match add(set, addr, bytes) {
+            Ok(_) => Asked::Uploaded,
+            Err(why) => Asked::Streamed(why),
+        }
+    }
+
+    #[test]
+    fn proofs_cycling_through_more_sections_than_fit_stream_one_instead_of_uploading_all_again() {
+        // Five sections of 20 under a budget of 80, asked for in turn proof after proof (a
+        // WindowPoSt partition under a cap). Least recently used alone would evict the next
+        // one asked for every time: five uploads per proof, forever.
+        let mut set = ResidentSet::new(Some(80));
+        let first: Vec<Asked> = (1..=5).map(|a| ask(&mut set, a, 20)).collect();
+        assert_eq!(first, [Asked::Uploaded, Asked::Uploaded, Asked::Uploaded, Asked::Uploaded, Asked::Uploaded]);
+        assert_eq!(set.report().evictions, 1, "the fifth took the first's room");
+        for proof in 0..4 {
+            let asked: Vec<Asked> = (1..=5).map(|a| ask(&mut set, a, 20)).collect();
+            assert_eq!(
+                asked,
+                [Asked::Streamed(NoRoom::Cycle), Asked::Hit, Asked::Hit, Asked::Hit, Asked::Hit],
+                "proof {proof}: only the section that did not fit travels"
+            );
+        }
+        assert_eq!((set.report().evictions, set.report().streamed), (1, 4));
+        // The same cycle in another order: still one section streamed per proof, no upload.
+        for _ in 0..3 {
+            let asked: Vec<Asked> = [3, 1, 5, 2, 4].into_iter().map(|a| ask(&mut set, a, 20)).collect();
+            assert_eq!(asked.iter().filter(|a| **a == Asked::Hit).count(), 4, "{asked:?}");
+        }
+        assert_eq!(set.report().evictions, 1);
+    }
+
+    #[test]
+    fn sections_no_longer_used_give_way_after_one_round_of_the_work_that_replaced_them() {
+        let mut set = ResidentSet::new(Some(60));
+        for a in [11, 12, 13] {
+            assert_eq!(ask(&mut set, a, 20), Asked::Uploaded);
+        }
+        // Another circuit's sections, never asked for before: least recently used makes room.
+        for a in [1, 2, 3] {
+            assert_eq!(ask(&mut set, a, 20), Asked::Uploaded);
+        }
+        assert_eq!(set.report().evictions, 3);
+        // Back to the first circuit: 1, 2, 3 were used since 11, 12, 13 left, which looks like
+        // a cycle, so they are streamed once …
+        let back: Vec<Asked> = [11, 12, 13].into_iter().map(|a| ask(&mut set, a, 20)).collect();
+        assert_eq!(back, [Asked::Streamed(NoRoom::Cycle), Asked::Streamed(NoRoom::Cycle), Asked::Streamed(NoRoom::Cycle)]);
+        // … and when asked for again with 1, 2, 3 unused in between, they take the room.
+        let again: Vec<Asked> = [11, 12, 13].into_iter().map(|a| ask(&mut set, a, 20)).collect();
+        assert_eq!(again, [Asked::Uploaded, Asked::Uploaded, Asked::Uploaded]);
+        assert_eq!(set.keys_by_use(), vec![key(11), key(12), key(13)]);
+        assert_eq!(set.report().evictions, 6);
     }
 
     #[test]
