@@ -183,8 +183,17 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     #[allow(clippy::too_many_arguments)]
-    unsafe fn sum_host(dev: i32, p: *const Self::Raw, n: usize, map: *const u32, w: usize, chunk: usize, o: *mut Self::RawProj, m: *mut u8, c: usize)
-        -> i32;
+    unsafe fn sum_host(
+        dev: i32,
+        p: *const Self::Raw,
+        n: usize,
+        map: *const u32,
+        w: usize,
+        chunk: usize,
+        o: *mut Self::RawProj,
+        m: *mut u8,
+        c: usize,
+    ) -> i32;
     fn from_raw(p: Self::RawProj) -> Self::Curve;
 }
 
@@ -209,7 +218,17 @@ macro_rules! gpu_curve {
             unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
                 unsafe { ffi::$sum(h, map, w, o, m, c) }
             }
-            unsafe fn sum_host(dev: i32, p: *const $raw, n: usize, map: *const u32, w: usize, chunk: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+            unsafe fn sum_host(
+                dev: i32,
+                p: *const $raw,
+                n: usize,
+                map: *const u32,
+                w: usize,
+                chunk: usize,
+                o: *mut $proj,
+                m: *mut u8,
+                c: usize,
+            ) -> i32 {
                 unsafe { ffi::$sum_host(dev, p, n, map, w, chunk, o, m, c) }
             }
             fn from_raw(p: $proj) -> Self::Curve {
@@ -624,7 +643,9 @@ impl CudaBackend {
             let p = bases.as_ptr() as *const P::Raw;
             // SAFETY: `bases` holds bases.len() points of the blst layout; map.len() words.
             let secs = self
-                .device_call("bitmap sum", |m, c| unsafe { P::sum_host(self.dev, p, bases.len(), map.as_ptr(), map.len(), self.stream_chunk, &mut out, m, c) })
+                .device_call("bitmap sum", |m, c| unsafe {
+                    P::sum_host(self.dev, p, bases.len(), map.as_ptr(), map.len(), self.stream_chunk, &mut out, m, c)
+                })
                 .map_err(dev_err)?;
             log(format!("bitmap sum {} ({count} of {}, bases from the host)", P::NAME, bases.len()), secs);
             return Ok(P::from_raw(out));

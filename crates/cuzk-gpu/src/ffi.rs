@@ -45,8 +45,26 @@ macro_rules! curve_fns {
     };
 }
 
-curve_fns!(cuzk_g1_upload, cuzk_g1_free, cuzk_g1_msm_resident, cuzk_g1_msm_host, cuzk_g1_sum_bitmap, cuzk_g1_sum_bitmap_host, blst::blst_p1_affine, blst::blst_p1);
-curve_fns!(cuzk_g2_upload, cuzk_g2_free, cuzk_g2_msm_resident, cuzk_g2_msm_host, cuzk_g2_sum_bitmap, cuzk_g2_sum_bitmap_host, blst::blst_p2_affine, blst::blst_p2);
+curve_fns!(
+    cuzk_g1_upload,
+    cuzk_g1_free,
+    cuzk_g1_msm_resident,
+    cuzk_g1_msm_host,
+    cuzk_g1_sum_bitmap,
+    cuzk_g1_sum_bitmap_host,
+    blst::blst_p1_affine,
+    blst::blst_p1
+);
+curve_fns!(
+    cuzk_g2_upload,
+    cuzk_g2_free,
+    cuzk_g2_msm_resident,
+    cuzk_g2_msm_host,
+    cuzk_g2_sum_bitmap,
+    cuzk_g2_sum_bitmap_host,
+    blst::blst_p2_affine,
+    blst::blst_p2
+);
 
 /// Stages reported by `cuzk_quotient`, in its order.
 pub const QUOTIENT_STAGES: [&str; 10] = [
