@@ -3,10 +3,13 @@
 # `step NAME COMMAND...`, which runs COMMAND with its output (and `/usr/bin/time -v`'s
 # figures, where the machine has it) in OUT/NAME.log, appends its exit status and prints the
 # log's last STEP_TAIL lines (25) without INFO lines. Wrap COMMAND in `timeout SECONDS` to
-# keep a part inside the machine's command limit.
-mkdir -p "$OUT" "$WORK/params"
+# keep a part inside the machine's command limit. PARAMS (default WORK/params) is the
+# parameter directory: /dev/shm/params keeps a 47 GB parameter file off a small disk (the map
+# of the mapped layout then fits beside it).
+PARAMS=${PARAMS:-$WORK/params}
+mkdir -p "$OUT" "$PARAMS"
 export CUZK_PCE_CACHE=$WORK/pce
-export FIL_PROOFS_PARAMETER_CACHE=$(cd "$WORK/params" && pwd)
+export FIL_PROOFS_PARAMETER_CACHE=$(cd "$PARAMS" && pwd)
 export RUST_LOG=${RUST_LOG:-info}
 TIME=()
 [ -x /usr/bin/time ] && TIME=(/usr/bin/time -v)

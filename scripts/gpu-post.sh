@@ -43,7 +43,11 @@
 # p: needs c on the same warm machine: the buffer pool's effect on a 32 GiB PoRep pipeline
 #    (`bench pce-pipeline`, j = 2, 1 warm-up + PIPE_N (2) sectors, under `/usr/bin/time -v`)
 #    for each pool size in POOLS (GiB, default 0,13): system time, minor faults, s/sector; with
-#    RELEASE=1 the host's matrix entries are released once the device holds them.
+#    RELEASE=1 the host's matrix entries are released once the device holds them; with MAP=1
+#    the parameters are mapped (CUZK_SRS_MAP_DIR=MAPDIR, default WORK/srsmap; the map is
+#    written by a first, unmeasured sector, step map32). The 47 GB map does not fit the GPU
+#    machine's disk beside the 47 GB parameter file: MAPDIR=/dev/shm/srsmap puts it in RAM
+#    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
 #    BACKEND (cuda) with `prove` — which verifies with verify_seal /
@@ -95,7 +99,7 @@ a)
     step params-win32 timeout 300 "$BIN" params ensure --post 3
     step bench32-winning-cuda timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cuda --runs "${RUNS:-20}" --json "$OUT/bench32-winning-cuda.json"
     step bench32-winning-cpu timeout 200 "$BIN" bench post --post "$WORK/post32/winning.json" --backend cpu --runs "${CPU_RUNS:-3}" --json "$OUT/bench32-winning-cpu.json"
-    ls -la "$WORK/params" "$WORK/pce"
+    ls -la "$PARAMS" "$WORK/pce"
     ;;
 b)
     step gen32-window timeout 200 "$BIN" gen-post --synthetic --sector-size 32GiB --sectors 2349 --out "$WORK/post32w"
@@ -106,17 +110,17 @@ b)
 c)
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
     step part32-porep timeout 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 1 --matvec device --overlap on \
-        --write-params "$WORK/params" --json "$OUT/partition32-porep.json"
-    ls -la "$WORK/params"
+        --write-params "$PARAMS" --json "$OUT/partition32-porep.json"
+    ls -la "$PARAMS"
     ;;
 e)
     step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
     ls -la "$WORK/update32"
     step part32-update timeout "${T_PART:-560}" "$BIN" bench partition --update "$WORK/update32/update.json" --backend cuda --reps 3 --matvec device \
-        ${PIECE:+--msm-piece-log2 $PIECE} ${WRITE:+--write-params "$WORK/params"} --json "$OUT/partition32-update.json"
+        ${PIECE:+--msm-piece-log2 $PIECE} ${WRITE:+--write-params "$PARAMS"} --json "$OUT/partition32-update.json"
     ;;
 s)
-    P=$(ls "$WORK"/params/*empty-sector-update*.params | head -1)
+    P=$(ls "$PARAMS"/*empty-sector-update*.params | head -1)
     step ss32-update timeout "${T_PART:-560}" "${SS:-$(dirname "$BIN")/cuzk-supraseal}" --update "$WORK/update32/update.json" --partition 0 \
         --params "$P" --repeats 3 --expect "$OUT/partition32-update.json" --json "$OUT/supraseal32-update.json"
     ;;
@@ -126,7 +130,7 @@ u)
 f)
     for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do
         step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 2 --matvec device \
-            --params "$WORK/params/$(ls "$WORK/params" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
+            --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
     done
     ;;
@@ -134,7 +138,7 @@ i)
     # The NI-PoRep C1's checks need the SnarkPack SRS; the 2 KiB test parameters bring a test one.
     step srs-test timeout 120 "$BIN" params ensure --sector-size 2KiB
     step gen32-ni timeout 180 "$BIN" gen-c1 --synthetic --sector-size 32GiB --porep-variant ni-porep --out "$WORK/ni"
-    P=$(ls -S "$WORK"/params/*.params | head -1)
+    P=$(ls -S "$PARAMS"/*.params | head -1)
     step part32-ni timeout 300 "$BIN" bench partition --c1 "$WORK/ni/c1.json" --partition 125 --backend cuda --reps 2 --matvec device \
         --params "$P" --json "$OUT/partition32-ni.json"
     if [ "${PIPE:-1}" != 0 ]; then
@@ -143,9 +147,19 @@ i)
     fi
     ;;
 p)
+    if [ -n "${MAP:-}" ]; then
+        # The mapped layout: the first load writes the SRS map (as large as the .params file)
+        # under MAPDIR (WORK/srsmap), one unmeasured sector; the measured runs below map it.
+        export CUZK_SRS_MAP_DIR=${MAPDIR:-$WORK/srsmap}
+        mkdir -p "$CUZK_SRS_MAP_DIR"
+        df -h "$PARAMS" "$CUZK_SRS_MAP_DIR"
+        step map32 timeout "${T_MAP:-400}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs 1 \
+            --warmup 0 --no-verify --budget-gib 60 --json "$OUT/map32.json"
+        ls -la "$CUZK_SRS_MAP_DIR"
+    fi
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
-        step "pipe32-pool-$g${RELEASE:+-released}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
-            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} --json "$OUT/pipe32-pool-$g${RELEASE:+-released}.json"
+        step "pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
+            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} --json "$OUT/pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}.json"
     done
     ;;
 v)

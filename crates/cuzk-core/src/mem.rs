@@ -1,5 +1,6 @@
 //! Memory accounting: the process's resident set now and at its peak (VmRSS and VmHWM from
-//! `/proc/self/status`), `malloc_trim(0)` to hand freed heap back to the kernel between
+//! `/proc/self/status`, with the resident set split into its anonymous, file-backed and shared
+//! parts: a mapped parameter file's pages are file-backed, the kernel's to reclaim), `malloc_trim(0)` to hand freed heap back to the kernel between
 //! stages, a stage tracer that records one (stage, start, duration, RSS, peak) row per
 //! stage so that every command can print or save where its time and memory went, and
 //! [`vec_with_huge_pages`] for the gigabyte buffers made afresh for every partition.
@@ -16,9 +17,16 @@ pub struct MemSnapshot {
     pub rss_bytes: u64,
     /// Peak resident set size since the process started (VmHWM).
     pub peak_bytes: u64,
+    /// The process's own memory in the resident set (RssAnon): heap, stacks, decoded data.
+    pub anon_bytes: u64,
+    /// Resident pages of mapped files (RssFile): the page cache's, reclaimable.
+    pub file_bytes: u64,
+    /// Resident shared memory (RssShmem: tmpfs files such as /dev/shm, shared mappings).
+    pub shmem_bytes: u64,
 }
 
-/// Reads VmRSS and VmHWM from `/proc/self/status`; zeros where that file does not exist.
+/// Reads VmRSS, VmHWM and the RSS parts from `/proc/self/status`; zeros where that file (or
+/// a field: kernels before 4.5 have no RssAnon) does not exist.
 pub fn snapshot() -> MemSnapshot {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return MemSnapshot::default();
@@ -35,7 +43,13 @@ fn parse_status(status: &str) -> MemSnapshot {
             .and_then(|kb| kb.parse::<u64>().ok())
             .map_or(0, |kb| kb * 1024)
     };
-    MemSnapshot { rss_bytes: field("VmRSS:"), peak_bytes: field("VmHWM:") }
+    MemSnapshot {
+        rss_bytes: field("VmRSS:"),
+        peak_bytes: field("VmHWM:"),
+        anon_bytes: field("RssAnon:"),
+        file_bytes: field("RssFile:"),
+        shmem_bytes: field("RssShmem:"),
+    }
 }
 
 /// Returns freed heap memory to the kernel (glibc only; a no-op elsewhere).
@@ -268,8 +282,24 @@ mod tests {
 
     #[test]
     fn parses_proc_status_fields() {
-        let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
-        assert_eq!(parse_status(s), MemSnapshot { rss_bytes: 1024 * 1024, peak_bytes: 2048 * 1024 });
+        let s = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t   600 kB\nRssFile:\t   400 kB\nRssShmem:\t     24 kB\n";
+        let want = MemSnapshot {
+            rss_bytes: 1024 * 1024,
+            peak_bytes: 2048 * 1024,
+            anon_bytes: 600 * 1024,
+            file_bytes: 400 * 1024,
+            shmem_bytes: 24 * 1024,
+        };
+        assert_eq!(parse_status(s), want);
+        assert_eq!(parse_status("VmRSS:\t 8 kB\n"), MemSnapshot { rss_bytes: 8 * 1024, ..MemSnapshot::default() }, "missing fields are 0");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_resident_set_is_its_anonymous_file_and_shared_parts() {
+        let s = snapshot();
+        assert!(s.anon_bytes > 0 && s.file_bytes > 0, "{s:?}");
+        assert_eq!(s.rss_bytes, s.anon_bytes + s.file_bytes + s.shmem_bytes, "{s:?}");
     }
 
     #[test]
