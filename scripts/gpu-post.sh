@@ -34,7 +34,7 @@
 #    file, then every partition through the engine; synthetic contents, so not verified).
 # f: needs c on the same warm machine: the 32 GiB PoRep partition with the GPU's resident SRS
 #    capped (`--device-budget`, BUDGETS, default 24GiB,16GiB), what a 24 or 16 GB card costs:
-#    sections over the cap travel with each call.
+#    sections over the cap travel with each call; REPS proofs each (3: two warm).
 # i: needs c on the same warm machine (NI-PoRep's partition circuit and parameter files are
 #    V1_1's): a synthetic 32 GiB NI-PoRep C1 (126 partitions of 18 challenges), its last
 #    partition through `bench partition` on the parameters c wrote, then (unless PIPE=0) one
@@ -129,7 +129,7 @@ u)
     ;;
 f)
     for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do
-        step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 2 --matvec device \
+        step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${REPS:-3}" --matvec device \
             --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
     done
