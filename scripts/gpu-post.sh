@@ -48,6 +48,7 @@
 #    written by a first, unmeasured sector, step map32). The 47 GB map does not fit the GPU
 #    machine's disk beside the 47 GB parameter file: MAPDIR=/dev/shm/srsmap puts it in RAM
 #    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
+#    DEVBUDGET (e.g. 24GiB) caps the GPU's resident SRS: the sector time a smaller card gets.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
 #    BACKEND (cuda) with `prove` — which verifies with verify_seal /
@@ -158,8 +159,9 @@ p)
         ls -la "$CUZK_SRS_MAP_DIR"
     fi
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
-        step "pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
-            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} --json "$OUT/pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}.json"
+        step "pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
+            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} ${DEVBUDGET:+--device-budget $DEVBUDGET} \
+            --json "$OUT/pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}.json"
     done
     ;;
 v)
