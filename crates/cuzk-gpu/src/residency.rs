@@ -415,6 +415,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cycle_is_judged_by_the_unheld_copies_only_and_the_memory_of_asks_is_bounded() {
+        let mut set = ResidentSet::new(Some(60));
+        let held = add(&mut set, 1, 20).unwrap();
+        for a in [2, 3] {
+            assert_eq!(ask(&mut set, a, 20), Asked::Uploaded);
+        }
+        // 4 is new: least recently used makes room from the unheld copies only (2 goes, not 1).
+        assert_eq!(ask(&mut set, 4, 20), Asked::Uploaded);
+        assert_eq!(set.keys_by_use(), vec![key(1), key(3), key(4)]);
+        // 2 again: the only unheld victim (3) was used after 2 last was: a cycle, streamed.
+        assert_eq!(ask(&mut set, 2, 20), Asked::Streamed(NoRoom::Cycle));
+        drop(held);
+        // 1 is unheld now and the least recently used of all: 2's next ask takes its room.
+        assert_eq!(ask(&mut set, 2, 20), Asked::Uploaded);
+        assert_eq!(set.keys_by_use(), vec![key(3), key(4), key(2)]);
+        // Thousands of sections asked for once each: the set remembers at most REMEMBERED.
+        for a in 100..2100 {
+            let _ = ask(&mut set, a, 20);
+        }
+        assert_eq!(set.last_asked.len(), REMEMBERED);
+    }
+
+    #[test]
     fn without_a_budget_nothing_is_evicted_until_asked() {
         let mut set = ResidentSet::new(None);
         for a in 0..10 {
