@@ -109,10 +109,13 @@ static void CUZK_FN(launch_bitmap_sum)(const gpu_t &gpu, bucket_t::mem_t *d_ret,
     gpu.launch_coop(kern, {(int)gpu.sm_count(), BATCH_ADD_BLOCK_SIZE}, d_ret, d_pts, (uint32_t)npoints, d_map, accumulate, 0u);
 }
 
-// Words [from, from + the padded count for npoints) of the caller's map (nwords long), zero past it.
+// The words the kernel reads for npoints: 32 per 1024 points, at least 32.
+static size_t CUZK_FN(padded_words)(size_t npoints) { return std::max<size_t>(((npoints + 1023) / 1024) * 32, 32); }
+
+// Words [from, from + padded_words(npoints)) of the caller's map (nwords long), zero past it.
 static std::vector<uint32_t> CUZK_FN(padded_map)(const uint32_t *bitmap, size_t nwords, size_t from, size_t npoints)
 {
-    std::vector<uint32_t> map(std::max<size_t>(((npoints + 1023) / 1024) * 32, 32), 0);
+    std::vector<uint32_t> map(CUZK_FN(padded_words)(npoints), 0);
     if (from < nwords) std::memcpy(map.data(), bitmap + from, std::min(nwords - from, map.size()) * sizeof(uint32_t));
     return map;
 }
@@ -162,7 +165,7 @@ extern "C" int CUZK_FN(sum_bitmap_host)(int dev, const affine_t *bases, size_t n
     gpu.select();
     chunk = std::min(n, std::max<size_t>((chunk + 1023) / 1024 * 1024, 1024));
     dev_ptr_t<affine_t::mem_t> d_pts{chunk};
-    dev_ptr_t<uint32_t> d_map{CUZK_FN(padded_map)(bitmap, 0, 0, chunk).size()};
+    dev_ptr_t<uint32_t> d_map{CUZK_FN(padded_words)(chunk)};
     dev_ptr_t<bucket_t::mem_t> d_ret{CUZK_FN(partial_sums)(gpu)};
     for (size_t off = 0; off < n; off += chunk) {
         size_t len = std::min(chunk, n - off);

@@ -637,24 +637,22 @@ impl CudaBackend {
 
     /// `Σ bases[i]` over the set bits of `map` (bit i of word i/32), on the resident bases.
     fn sum_bitmap_gpu<P: GpuCurve>(&self, bases: &[P], map: &[u32], count: usize) -> BackendResult<P::Curve> {
-        let Some(r) = self.resident(bases)? else {
-            // Not kept on the device: the bases go up with the call, in chunks.
-            let mut out = P::RawProj::default();
-            let p = bases.as_ptr() as *const P::Raw;
-            // SAFETY: `bases` holds bases.len() points of the blst layout; map.len() words.
-            let secs = self
-                .device_call("bitmap sum", |m, c| unsafe {
-                    P::sum_host(self.dev, p, bases.len(), map.as_ptr(), map.len(), self.stream_chunk, &mut out, m, c)
-                })
-                .map_err(dev_err)?;
-            log(format!("bitmap sum {} ({count} of {}, bases from the host)", P::NAME, bases.len()), secs);
-            return Ok(P::from_raw(out));
-        };
+        // Bases not kept on the device go up with the call, in chunks.
+        let resident = self.resident(bases)?;
         let mut out = P::RawProj::default();
-        // SAFETY: the map covers the resident bases.
-        let secs =
-            self.device_call("bitmap sum", |m, c| unsafe { P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c) }).map_err(dev_err)?;
-        log(format!("bitmap sum {} ({count} of {})", P::NAME, bases.len()), secs);
+        let p = bases.as_ptr() as *const P::Raw;
+        // SAFETY: the map covers the bases (resident, or bases.len() points of the blst layout
+        // in host memory); map.len() words.
+        let secs = self
+            .device_call("bitmap sum", |m, c| unsafe {
+                match &resident {
+                    Some(r) => P::sum(r.handle, map.as_ptr(), map.len(), &mut out, m, c),
+                    None => P::sum_host(self.dev, p, bases.len(), map.as_ptr(), map.len(), self.stream_chunk, &mut out, m, c),
+                }
+            })
+            .map_err(dev_err)?;
+        let from = if resident.is_some() { "" } else { ", bases from the host" };
+        log(format!("bitmap sum {} ({count} of {}{from})", P::NAME, bases.len()), secs);
         Ok(P::from_raw(out))
     }
 

@@ -109,8 +109,11 @@ impl<T> ResidentSet<T> {
                 return refused(self, NoRoom::Cycle);
             }
         }
-        for _ in &victims {
-            self.evict_lru();
+        // Descending, so that each swap_remove moves only an entry that stays.
+        let mut victims = victims;
+        victims.sort_unstable_by(|a, b| b.cmp(a));
+        for i in victims {
+            self.evict_at(i);
         }
         Ok(())
     }
@@ -147,10 +150,15 @@ impl<T> ResidentSet<T> {
     pub fn evict_lru(&mut self) -> bool {
         let victim = self.entries.iter().enumerate().filter(|(_, e)| Arc::strong_count(&e.value) == 1).min_by_key(|(_, e)| e.last_use);
         let Some((i, _)) = victim else { return false };
+        self.evict_at(i);
+        true
+    }
+
+    /// Drops entry `i`, remembering when it was last used.
+    fn evict_at(&mut self, i: usize) {
         let gone = self.entries.swap_remove(i);
         self.remember_asked(&gone.key, gone.last_use);
         self.evictions += 1;
-        true
     }
 
     /// Adds a copy of `bytes` device bytes (after [`ResidentSet::make_room`]).

@@ -216,7 +216,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
             file_bytes: parts.file_bytes,
             shmem_bytes: parts.shmem_bytes,
         });
-        m.rss_bytes
+        mem::MemSnapshot { rss_bytes: m.rss_bytes, ..parts }
     };
     let (c1, id) = load_input(&a.c1, &a.sector)?;
     if c1.synthetic {
@@ -227,7 +227,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     }
     let input = Arc::new(PorepInput { c1, identity: id });
     let (c1, id) = (&input.c1, input.identity);
-    let rss_c1 = mark("after C1 load");
+    let rss_c1 = mark("after C1 load").rss_bytes;
     let rp = c1.registered_proof;
     let srs = kinds().porep.shared_params(rp, &StageTracer::new())?;
 
@@ -258,7 +258,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         let peak = trace.peak_rss_between(start, trace.now());
         mark(&format!("old path: {} proofs done (peak {})", a.num_proofs, human_bytes(peak)));
         mem::malloc_trim();
-        let after = mark("after old-path drop");
+        let after = mark("after old-path drop").rss_bytes;
         Some(OldReport {
             proofs: a.num_proofs,
             seconds,
@@ -271,8 +271,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     };
 
     let (pce, _) = kinds().porep.shared_pce(rp)?;
-    let static_rss = mark("after params + PCE load");
-    let static_anon = mem::snapshot().anon_bytes;
+    let loaded = mark("after params + PCE load");
+    let (static_rss, static_anon) = (loaded.rss_bytes, loaded.anon_bytes);
     let devices = make_devices_with(a.backend, &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, ..Default::default() })?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
@@ -299,7 +299,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         t.wait().result.with_context(|| format!("warm-up proof {k}"))?;
     }
     mem::malloc_trim();
-    let rss_warm = mark(&format!("after {warmup} warm-up proof(s)"));
+    let rss_warm = mark(&format!("after {warmup} warm-up proof(s)")).rss_bytes;
 
     let _ = cuzk_gpu::take_stage_log();
     drop(cuzk_gpu::take_device_waits(cuzk_gpu::WaitedFor::Device));
@@ -333,7 +333,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     drop(watch);
     engine.shutdown();
     mem::malloc_trim();
-    let rss_drop = mark("after drop (engine shut down, malloc_trim)");
+    let rss_drop = mark("after drop (engine shut down, malloc_trim)").rss_bytes;
     trace.stop_sampler();
 
     let measured = |e: &cuzk_pipeline::trace::Event| ids.contains(&e.proof);
