@@ -48,6 +48,7 @@
 #    written by a first, unmeasured sector, step map32). The 47 GB map does not fit the GPU
 #    machine's disk beside the 47 GB parameter file: MAPDIR=/dev/shm/srsmap puts it in RAM
 #    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
+#    MAPONLY=1 stops after the map is written; a map already in MAPDIR is not written again.
 #    DEVBUDGET (e.g. 24GiB) caps the GPU's resident SRS: the sector time a smaller card gets.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
@@ -154,9 +155,12 @@ p)
         export CUZK_SRS_MAP_DIR=${MAPDIR:-$WORK/srsmap}
         mkdir -p "$CUZK_SRS_MAP_DIR"
         df -h "$PARAMS" "$CUZK_SRS_MAP_DIR"
-        step map32 timeout "${T_MAP:-400}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs 1 \
+        # A map already there (an earlier MAPONLY call on this warm machine) is reused.
+        [ -n "$(ls -A "$CUZK_SRS_MAP_DIR")" ] || step map32 timeout "${T_MAP:-400}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs 1 \
             --warmup 0 --no-verify --budget-gib 60 --json "$OUT/map32.json"
         ls -la "$CUZK_SRS_MAP_DIR"
+        # MAPONLY=1 stops after writing the map, so the measured runs fit a later call.
+        [ -n "${MAPONLY:-}" ] && exit 0
     fi
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
         step "pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \

@@ -910,6 +910,74 @@ impl CudaBackend {
         Ok(crate::MsmTimes { host_scalars_s, device_scalars_s, host_result, device_result })
     }
 
+    /// cuzk's own Pippenger driver over resident `bases` and the `scalars` uploaded once, for
+    /// each plan (checked by the caller) `runs` times after one untimed call (`runs` = 0: the
+    /// result alone).
+    pub(crate) fn time_g1_msm_windowed(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        plans: &[crate::MsmPlan],
+        runs: usize,
+    ) -> BackendResult<Vec<crate::WindowedMsmTimes>> {
+        check_lengths(bases.len(), scalars.len())?;
+        let n = bases.len();
+        let device = if n == 0 {
+            None
+        } else {
+            let r = self
+                .resident(bases)?
+                .ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
+            Some((r, self.upload_witness(scalars.as_ptr(), n).map_err(dev_err)?.0))
+        };
+        let mut all = Vec::with_capacity(plans.len());
+        for &plan in plans {
+            // SAFETY: a pure size computation on this device's properties.
+            let device_bytes = unsafe { ffi::cuzk_g1_msm_windowed_bytes(self.dev, n, plan.window, plan.chunks) } as u64;
+            let mut t = crate::WindowedMsmTimes {
+                plan,
+                device_bytes,
+                runs_s: Vec::with_capacity(runs),
+                phases_ms: Vec::with_capacity(runs),
+                result: blstrs::G1Projective::identity(),
+            };
+            let Some((r, d_s)) = &device else {
+                all.push(t);
+                continue;
+            };
+            for i in 0..=runs {
+                let (sum, phases, secs) = self.msm_windowed(r, d_s, n, plan)?;
+                t.result = sum;
+                if i > 0 {
+                    t.runs_s.push(secs);
+                    t.phases_ms.push(phases);
+                }
+            }
+            all.push(t);
+        }
+        Ok(all)
+    }
+
+    /// One call of the driver: the sum, its phases (ms) and the call's seconds.
+    fn msm_windowed(
+        &self,
+        r: &Resident,
+        d_s: &DeviceBuf,
+        n: usize,
+        plan: crate::MsmPlan,
+    ) -> BackendResult<(blstrs::G1Projective, [f64; ffi::MSM_PHASES.len()], f64)> {
+        let mut out = blst::blst_p1::default();
+        let mut ms = [0f32; ffi::MSM_PHASES.len()];
+        let secs = self
+            .device_call("msm (cuzk driver)", |m, c| {
+                // SAFETY: d_s holds n scalars on this device, r holds n bases; `ms` has room
+                // for every phase the driver times.
+                unsafe { ffi::cuzk_g1_msm_windowed(r.handle, 0, d_s.1, n, plan.window, plan.chunks, &mut out, ms.as_mut_ptr(), m, c) }
+            })
+            .map_err(dev_err)?;
+        Ok((G1Affine::from_raw(out), ms.map(f64::from), secs))
+    }
+
     /// `Σ d_s[i] · r[i]` over `count` scalars already in device memory and resident G1
     /// bases, in pieces: the sum, the pieces and their device seconds.
     fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64)> {

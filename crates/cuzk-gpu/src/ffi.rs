@@ -161,6 +161,21 @@ extern "C" {
         msg: *mut u8,
         cap: usize,
     ) -> i32;
+    /// cuzk's own Pippenger driver (cuda/pippenger_driver.cuh): `wbits`-bit windows, the
+    /// points in `nchunks` chunks; `phase_ms` receives the times of [`MSM_PHASES`].
+    pub fn cuzk_g1_msm_windowed(
+        handle: Handle,
+        off: usize,
+        d_scalars: *const c_void,
+        n: usize,
+        wbits: u32,
+        nchunks: u32,
+        out: *mut blst::blst_p1,
+        phase_ms: *mut f32,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
+    pub fn cuzk_g1_msm_windowed_bytes(dev: i32, n: usize, wbits: u32, nchunks: u32) -> usize;
     pub fn cuzk_ntt(dev: i32, inout: *mut blst::blst_fr, lg_n: u32, kind: i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_quotient(
         dev: i32,
@@ -179,6 +194,8 @@ extern "C" {
         cap: usize,
     ) -> i32;
 }
+
+pub use crate::MSM_PHASES;
 
 #[cfg(test)]
 mod tests {

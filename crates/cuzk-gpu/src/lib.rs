@@ -222,6 +222,83 @@ pub struct MsmTimes {
     pub device_result: cuzk_core::G1Projective,
 }
 
+/// A setting of cuzk's own Pippenger driver (issue 24): signed windows of `window` bits
+/// (sppark picks at most 18), the points processed in `chunks` chunks (more chunks, less
+/// device memory for digits and sort; sppark uses 2^(lg 1.5n − w − 6)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MsmPlan {
+    /// Window width in bits.
+    pub window: u32,
+    /// Chunks the points are processed in, one after another.
+    pub chunks: u32,
+}
+
+impl MsmPlan {
+    /// The narrowest window the driver takes (sppark's integration needs more than 2^8
+    /// buckets per window).
+    pub const MIN_WINDOW: u32 = 10;
+    /// The widest (sppark's sort handles at most 26 bucket bits; buckets alone are
+    /// 2^(w−1) × 192 B per window).
+    pub const MAX_WINDOW: u32 = 26;
+    /// What a valid plan is, for error messages.
+    pub const RULE: &'static str = "the window must be 10..=26 bits and the chunks at least 1";
+
+    /// Whether the driver accepts this plan.
+    pub fn is_valid(&self) -> bool {
+        (Self::MIN_WINDOW..=Self::MAX_WINDOW).contains(&self.window) && self.chunks >= 1
+    }
+}
+
+/// The driver's times for one plan from [`time_g1_msm_windowed`].
+#[derive(Clone, Debug)]
+pub struct WindowedMsmTimes {
+    /// The plan timed.
+    pub plan: MsmPlan,
+    /// Device bytes the driver allocates for its buckets, digits and sort (bases and scalars
+    /// not counted).
+    pub device_bytes: u64,
+    /// Seconds per timed call.
+    pub runs_s: Vec<f64>,
+    /// Per timed call, milliseconds in each of [`MSM_PHASES`].
+    pub phases_ms: Vec<[f64; 4]>,
+    /// The last call's result.
+    pub result: cuzk_core::G1Projective,
+}
+
+/// The phases [`WindowedMsmTimes::phases_ms`] holds, in order: digits (breakdown and sort),
+/// bucket accumulation, sppark's per-window integration (device time from CUDA events), and
+/// the host's combination of the windows that the next chunk's kernels did not hide.
+pub const MSM_PHASES: [&str; 4] = ["digits", "accumulate", "integrate", "host combine"];
+
+/// Σ scalarsᵢ·basesᵢ in G1 on `device` through cuzk's own Pippenger driver for each of
+/// `plans`, the bases resident and the scalars in device memory (uploaded once), `runs`
+/// timed calls each after an untimed one (`runs` = 0 gives each plan's result alone): for
+/// `cuzk bench msm --impl cuzk` and the driver's conformance tests. Errors name a plan outside
+/// [`MsmPlan::RULE`], a missing build or device, or a failed CUDA call.
+pub fn time_g1_msm_windowed(
+    device: usize,
+    options: &GpuOptions,
+    bases: &[cuzk_core::G1Affine],
+    scalars: &[cuzk_core::Scalar],
+    plans: &[MsmPlan],
+    runs: usize,
+) -> Result<Vec<WindowedMsmTimes>, cuzk_core::backend::BackendError> {
+    if let Some(bad) = plans.iter().find(|p| !p.is_valid()) {
+        return Err(cuzk_core::backend::BackendError::Device(format!("{bad:?}: {}", MsmPlan::RULE)));
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let b = cuda::CudaBackend::new(device, options.resident_budget, options.urgent_grace())
+            .map_err(|e| cuzk_core::backend::BackendError::Device(e.to_string()))?;
+        b.time_g1_msm_windowed(bases, scalars, plans, runs)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (device, options, bases, scalars, plans, runs);
+        Err(cuzk_core::backend::BackendError::Device(GpuError::NotBuilt.to_string()))
+    }
+}
+
 /// Times Σ scalarsᵢ·basesᵢ in G1 on `device` with its bases resident (uploaded before any
 /// timing), `runs` times each way after one untimed call each: for `cuzk bench msm`. Errors
 /// name a missing build or device, bases that do not fit, or a failed CUDA call.
@@ -320,5 +397,16 @@ mod tests {
         assert!(matches!(e, super::GpuError::NotBuilt));
         assert!(e.to_string().contains("built without cuda"), "{e}");
         assert!(matches!(super::devices(), Err(super::GpuError::NotBuilt)));
+    }
+
+    #[test]
+    fn msm_plans_outside_the_drivers_range_are_refused_before_any_device_work() {
+        use super::MsmPlan;
+        assert!(MsmPlan { window: 10, chunks: 1 }.is_valid() && MsmPlan { window: 26, chunks: 8 }.is_valid());
+        for bad in [MsmPlan { window: 9, chunks: 1 }, MsmPlan { window: 27, chunks: 1 }, MsmPlan { window: 18, chunks: 0 }] {
+            assert!(!bad.is_valid(), "{bad:?}");
+            let e = super::time_g1_msm_windowed(0, &Default::default(), &[], &[], &[bad], 0).unwrap_err();
+            assert!(e.to_string().contains("10..=26") && e.to_string().contains(&format!("window: {}", bad.window)), "{e}");
+        }
     }
 }

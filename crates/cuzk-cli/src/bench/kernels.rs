@@ -4,7 +4,8 @@
 //! median of the rest; every implementation's result at a size must equal the others'. An
 //! implementation is a backend's kernels (`cpu`: blst's Pippenger in tiles and cuzk's NTT on
 //! the host; `cpu-slices`: the MSM cut by points only; `sppark`: sppark's Pippenger and NTT on
-//! a CUDA device, bases resident); this module
+//! a CUDA device, bases resident; `cuzk`: cuzk's own Pippenger driver over sppark's kernels,
+//! one row per window and chunk setting, with its phases); this module
 //! measures and compares, it does not choose kernels for the prover.
 
 use std::time::Instant;
@@ -29,6 +30,9 @@ pub enum Impl {
     CpuSlices,
     /// sppark's kernels on the CUDA device (needs a CUDA build and a device).
     Sppark,
+    /// cuzk's own Pippenger driver over sppark's kernels, device scalars, for each
+    /// `--msm-window` × `--msm-chunks` (MSM only; needs a CUDA build and a device).
+    Cuzk,
 }
 
 impl Impl {
@@ -38,6 +42,7 @@ impl Impl {
             Impl::Cpu => "cpu",
             Impl::CpuSlices => "cpu-slices",
             Impl::Sppark => "sppark",
+            Impl::Cuzk => "cuzk",
         }
     }
 }
@@ -53,12 +58,25 @@ pub struct Row {
     pub min_s: f64,
     /// Every timed run, in order.
     pub runs_s: Vec<f64>,
+    /// cuzk's driver: the setting timed, the device bytes it allocated (buckets, digits,
+    /// sort) and the median milliseconds of each of its phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<DriverRow>,
+}
+
+/// What a `cuzk` row adds: its plan, device bytes and phase medians.
+#[derive(Clone, Debug, Serialize)]
+pub struct DriverRow {
+    pub plan: cuzk_gpu::MsmPlan,
+    pub device_bytes: u64,
+    /// (phase, median ms) in the driver's order.
+    pub phases_ms: Vec<(String, f64)>,
 }
 
 impl Row {
     fn new(implementation: Impl, what: &str, log_n: u32, runs_s: Vec<f64>) -> Row {
         let min_s = runs_s.iter().copied().fold(f64::INFINITY, f64::min);
-        Row { implementation, what: what.into(), log_n, median_s: median(&runs_s), min_s, runs_s }
+        Row { implementation, what: what.into(), log_n, median_s: median(&runs_s), min_s, runs_s, driver: None }
     }
 }
 
@@ -77,10 +95,12 @@ pub struct KernelBench {
 pub struct DeviceChoice {
     pub device: usize,
     pub options: cuzk_gpu::GpuOptions,
+    /// The settings `cuzk` times, in order.
+    pub msm_plans: Vec<cuzk_gpu::MsmPlan>,
 }
 
 fn device_name(impls: &[Impl], d: &DeviceChoice) -> Option<String> {
-    if !impls.contains(&Impl::Sppark) {
+    if !impls.iter().any(|i| matches!(i, Impl::Sppark | Impl::Cuzk)) {
         return None;
     }
     let devices = cuzk_gpu::devices().ok()?;
@@ -144,12 +164,31 @@ pub fn msm(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
                     results.push(("sppark (host scalars)".into(), m.host_result));
                     results.push(("sppark (device scalars)".into(), m.device_result));
                 }
+                Impl::Cuzk => {
+                    for t in cuzk_gpu::time_g1_msm_windowed(d.device, &d.options, b, s, &d.msm_plans, runs)? {
+                        let what = format!("msm, w{} c{}", t.plan.window, t.plan.chunks);
+                        results.push((format!("cuzk ({what})"), t.result));
+                        rows.push(driver_row(t, &what, log_n));
+                    }
+                }
             }
             tracing::info!(log_n, implementation = ?imp, "msm size done");
         }
         mismatches.extend(disagreements(log_n, &results));
     }
     Ok(KernelBench { threads: rayon::current_num_threads(), device: device_name(impls, d), rows, mismatches })
+}
+
+/// A `cuzk` row: the driver's times with its phase medians.
+fn driver_row(t: cuzk_gpu::WindowedMsmTimes, what: &str, log_n: u32) -> Row {
+    let phases_ms = cuzk_gpu::MSM_PHASES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.to_string(), median(&t.phases_ms.iter().map(|p| p[i]).collect::<Vec<_>>())))
+        .collect();
+    let mut row = Row::new(Impl::Cuzk, what, log_n, t.runs_s);
+    row.driver = Some(DriverRow { plan: t.plan, device_bytes: t.device_bytes, phases_ms });
+    row
 }
 
 /// "2^k: x ≠ y" for each result that differs from the first.
@@ -178,7 +217,7 @@ pub fn ntt(impls: &[Impl], log_ns: &[u32], runs: usize, d: &DeviceChoice) -> Res
         let mut results: Vec<(String, Vec<Scalar>)> = Vec::new();
         for &imp in impls {
             match imp {
-                Impl::CpuSlices => bail!("cpu-slices is an MSM cut; the NTT bench takes cpu or sppark"),
+                Impl::CpuSlices | Impl::Cuzk => bail!("{} is an MSM implementation; the NTT bench takes cpu or sppark", imp.name()),
                 Impl::Cpu => {
                     let ntt_s = repeat(runs, || {
                         let mut v = inputs[0][..n].to_vec();
@@ -251,7 +290,7 @@ mod tests {
     use super::*;
 
     fn cpu_only() -> DeviceChoice {
-        DeviceChoice { device: 0, options: cuzk_gpu::GpuOptions::default() }
+        DeviceChoice { device: 0, options: cuzk_gpu::GpuOptions::default(), msm_plans: vec![cuzk_gpu::MsmPlan { window: 18, chunks: 1 }] }
     }
 
     #[test]
@@ -294,5 +333,31 @@ mod tests {
     fn without_cuda_the_sppark_implementation_is_a_clear_error() {
         let e = msm(&[Impl::Sppark], &[4], 1, &cpu_only()).unwrap_err();
         assert!(format!("{e:#}").contains("built without cuda"), "{e:#}");
+        let e = msm(&[Impl::Cuzk], &[4], 1, &cpu_only()).unwrap_err();
+        assert!(format!("{e:#}").contains("built without cuda"), "{e:#}");
+    }
+
+    #[test]
+    fn the_ntt_bench_refuses_msm_only_implementations_by_name() {
+        let e = ntt(&[Impl::Cuzk], &[4], 1, &cpu_only()).unwrap_err();
+        assert!(format!("{e:#}").contains("cuzk is an MSM implementation"), "{e:#}");
+    }
+
+    #[test]
+    fn a_driver_row_carries_its_plan_bytes_and_phase_medians() {
+        let t = cuzk_gpu::WindowedMsmTimes {
+            plan: cuzk_gpu::MsmPlan { window: 20, chunks: 2 },
+            device_bytes: 1 << 30,
+            runs_s: vec![0.3, 0.1, 0.2],
+            phases_ms: vec![[1.0, 10.0, 3.0, 0.5], [3.0, 30.0, 1.0, 0.7], [2.0, 20.0, 2.0, 0.6]],
+            result: <G1Projective as cuzk_core::group::Group>::generator(),
+        };
+        let row = driver_row(t, "msm, w20 c2", 27);
+        assert_eq!((row.median_s, row.min_s, row.implementation), (0.2, 0.1, Impl::Cuzk));
+        let d = row.driver.unwrap();
+        assert_eq!((d.plan.window, d.device_bytes), (20, 1 << 30));
+        let names: Vec<&str> = d.phases_ms.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, cuzk_gpu::MSM_PHASES);
+        assert_eq!(d.phases_ms.iter().map(|(_, ms)| *ms).collect::<Vec<_>>(), [2.0, 20.0, 2.0, 0.6]);
     }
 }

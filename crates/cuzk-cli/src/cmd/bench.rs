@@ -897,12 +897,22 @@ pub struct KernelArgs {
     log_n: LogSizes,
     /// Implementations to time, side by side: cpu (this host's cores), cpu-slices (the CPU
     /// MSM cut by points only, the cut before tiles; MSM only), sppark (sppark's kernels on
-    /// the CUDA device; needs a CUDA build).
+    /// the CUDA device; needs a CUDA build), cuzk (cuzk's own Pippenger driver over sppark's
+    /// kernels, device scalars, one row per --msm-window × --msm-chunks, with its phases;
+    /// MSM only, needs a CUDA build).
     #[arg(long = "impl", value_enum, value_delimiter = ',', default_value = "cpu")]
     implementations: Vec<crate::bench::kernels::Impl>,
     /// Timed runs per size and implementation, after one untimed run.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Window widths (bits) the cuzk driver is timed with: a range `16..21` or a list
+    /// `18,20,22` (10 to 26; sppark picks at most 18).
+    #[arg(long, default_value = "18", value_parser = msm_windows)]
+    msm_window: MsmWindows,
+    /// Chunk counts the cuzk driver is timed with, for each window: the points are processed
+    /// in this many chunks (fewer chunks, more device memory for digits and the sort).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    msm_chunks: Vec<u32>,
     /// The CUDA device index.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -910,18 +920,39 @@ pub struct KernelArgs {
     json: Option<PathBuf>,
 }
 
+/// Window widths from `--msm-window`.
+#[derive(Clone, Debug)]
+pub struct MsmWindows(Vec<u32>);
+
+fn msm_windows(v: &str) -> std::result::Result<MsmWindows, String> {
+    let (lo, hi) = (cuzk_gpu::MsmPlan::MIN_WINDOW, cuzk_gpu::MsmPlan::MAX_WINDOW);
+    let ws = ranged_list(v, "window width (bits)")?;
+    match ws.iter().find(|&&w| !(lo..=hi).contains(&w)) {
+        Some(w) => Err(format!("a window of {w} bits is outside {lo}..{hi}")),
+        None => Ok(MsmWindows(ws)),
+    }
+}
+
+/// `lo..hi` (both ends included) or `a,b,c`, each a number; `what` names one in errors.
+fn ranged_list(v: &str, what: &str) -> std::result::Result<Vec<u32>, String> {
+    let parse = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{x}` is not a {what}"));
+    let list: Vec<u32> = match v.split_once("..") {
+        Some((lo, hi)) => (parse(lo)?..=parse(hi)?).collect(),
+        None => v.split(',').map(parse).collect::<std::result::Result<_, _>>()?,
+    };
+    if list.is_empty() {
+        return Err(format!("`{v}` names no {what} (a range lo..hi needs lo ≤ hi)"));
+    }
+    Ok(list)
+}
+
 /// Sizes (log2) from `--log-n`.
 #[derive(Clone, Debug)]
 pub struct LogSizes(Vec<u32>);
 
 fn log_sizes(v: &str) -> std::result::Result<LogSizes, String> {
-    let parse = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{x}` is not a size (log2 of the point count)"));
-    let sizes: Vec<u32> = match v.split_once("..") {
-        Some((lo, hi)) => (parse(lo)?..=parse(hi)?).collect(),
-        None => v.split(',').map(parse).collect::<std::result::Result<_, _>>()?,
-    };
+    let sizes = ranged_list(v, "size (log2 of the point count)")?;
     match sizes.iter().find(|&&k| !(1..=28).contains(&k)) {
-        _ if sizes.is_empty() => Err(format!("`{v}` names no size (a range lo..hi needs lo ≤ hi)")),
         Some(k) => Err(format!("2^{k} is outside 2^1..2^28")),
         None => Ok(LogSizes(sizes)),
     }
@@ -934,12 +965,21 @@ fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let device = crate::bench::kernels::DeviceChoice { device: a.device, options: cuzk_gpu::GpuOptions::default() };
+    if a.msm_chunks.contains(&0) {
+        bail!("--msm-chunks must be at least 1");
+    }
+    let msm_plans =
+        a.msm_window.0.iter().flat_map(|&window| a.msm_chunks.iter().map(move |&chunks| cuzk_gpu::MsmPlan { window, chunks })).collect();
+    let device = crate::bench::kernels::DeviceChoice { device: a.device, options: cuzk_gpu::GpuOptions::default(), msm_plans };
     let r = run(&a.implementations, &a.log_n.0, a.runs, &device)?;
     println!("{} threads{}", r.threads, r.device.as_ref().map(|d| format!(", device {d}")).unwrap_or_default());
     println!("{:<10} {:<24} {:>5} {:>11} {:>11}", "impl", "what", "n", "median s", "min s");
     for x in &r.rows {
         println!("{:<10} {:<24} 2^{:<3} {:>11.5} {:>11.5}", x.implementation.name(), x.what, x.log_n, x.median_s, x.min_s);
+        if let Some(d) = &x.driver {
+            let phases: Vec<String> = d.phases_ms.iter().map(|(name, ms)| format!("{name} {ms:.1} ms")).collect();
+            println!("{:<10} {:.2} GiB on the device; {}", "", d.device_bytes as f64 / (1u64 << 30) as f64, phases.join(", "));
+        }
     }
     if let Some(path) = a.json {
         write_json(&path, &r)?;
@@ -964,5 +1004,15 @@ mod kernel_args_tests {
         assert!(super::log_sizes("27..20").unwrap_err().contains("lo ≤ hi"));
         assert!(super::log_sizes("20..40").unwrap_err().contains("2^29"));
         assert!(super::log_sizes("x").unwrap_err().contains("`x`"));
+        assert!(super::log_sizes("").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    fn msm_windows_parse_within_the_drivers_range() {
+        assert_eq!(super::msm_windows("16..18").unwrap().0, [16, 17, 18]);
+        assert_eq!(super::msm_windows("20,22").unwrap().0, [20, 22]);
+        assert!(super::msm_windows("9..12").unwrap_err().contains("9 bits is outside 10..26"));
+        assert!(super::msm_windows("27").unwrap_err().contains("27 bits"));
+        assert!(super::msm_windows("22..20").unwrap_err().contains("lo ≤ hi"));
     }
 }
