@@ -66,6 +66,11 @@
 #    sppark on the device from 2^20 to 2^27 (KRUNS, default 5, after one untimed run; the MSM
 #    with host and with device-resident scalars, the quotient by its CUDA-event stages), and
 #    both against the CPU backend at small sizes (results compared; exit 1 on a difference).
+# m: cuzk's own Pippenger driver beside sppark (issue 24, stage 1): `bench msm --impl
+#    sppark,cuzk` with device-resident bases, SMALL sizes (20,22,24) at windows SMALL_W
+#    (14..20) and LARGE sizes (26,27) at windows LARGE_W (17..23), each window with the chunk
+#    counts CHUNKS (1), KRUNS timed runs (3) after one untimed; every result compared with
+#    sppark's (exit 1 on a difference); the driver's rows carry its phases and device bytes.
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
@@ -167,6 +172,13 @@ p)
             --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} ${DEVBUDGET:+--device-budget $DEVBUDGET} \
             --json "$OUT/pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}.json"
     done
+    ;;
+m)
+    { date -u; nvidia-smi; } >"$OUT/machine.txt" 2>&1
+    step msm-small timeout "${T_SMALL:-240}" "$BIN" bench msm --impl sppark,cuzk --log-n "${SMALL:-20,22,24}" --runs "${KRUNS:-3}" \
+        --msm-window "${SMALL_W:-14..20}" --msm-chunks "${CHUNKS:-1}" --json "$OUT/msm-small.json"
+    step msm-large timeout "${T_LARGE:-330}" "$BIN" bench msm --impl sppark,cuzk --log-n "${LARGE:-26,27}" --runs "${KRUNS:-3}" \
+        --msm-window "${LARGE_W:-17..23}" --msm-chunks "${CHUNKS:-1}" --json "$OUT/msm-large.json"
     ;;
 v)
     step params2k timeout 120 "$BIN" params ensure --sector-size 2KiB
