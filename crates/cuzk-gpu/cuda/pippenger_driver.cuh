@@ -1,10 +1,12 @@
-// cuzk's own Pippenger driver for G1 over sppark's MSM kernels (issue 24, stage 1): the
-// window width and the number of point chunks are parameters instead of sppark's fixed policy
-// (window ≤ 18, 2^(lg n − w − 6) chunks), each phase is timed with CUDA events, and the
-// buckets are combined on the host by our own code. It owns the schedule and the combination
-// of the kernels' outputs; the kernels (digit breakdown, sort, accumulation, per-window
-// integration) and the field and curve arithmetic stay sppark's. Included inside the G1
-// namespace after msm.cuh (bases_t, point_t, bucket_t, affine_t, scalar_t).
+// cuzk's own Pippenger driver for G1 over sppark's MSM kernels (issue 24, stages 1 and 2):
+// the window width and the number of point chunks are parameters instead of sppark's fixed
+// policy (window ≤ 18, 2^(lg n − w − 6) chunks), each phase is timed with CUDA events, and
+// the buckets are reduced by our own kernel (many segments per window, where sppark's
+// integrate runs 256 threads per window, which made windows above 18 bits slow) and combined
+// on the host by our own code. It owns the schedule, the bucket reduction and the
+// combination; the digit breakdown, sort and accumulation kernels and the field and curve
+// arithmetic stay sppark's. Included inside the G1 namespace after msm.cuh (bases_t,
+// point_t, bucket_t, affine_t, scalar_t).
 #include <chrono>
 #include <thread>
 
@@ -22,14 +24,48 @@ struct window_plan_t {
     uint32_t spread(uint32_t y) const { return y == nwins - 1 ? wbits - top : 0; }
 };
 
-// The window sizes the driver accepts: integrate's 256 threads need more than 2^8 buckets per
-// window, the sort at most 2 × 13 bucket bits.
+// The window sizes the driver accepts: from sppark's narrowest (10) to what its sort handles
+// (2 × 13 bucket bits).
 static const uint32_t CUZK_MSM_MIN_WINDOW = 10, CUZK_MSM_MAX_WINDOW = 26;
 
 // Phases the driver times, summed over chunks (milliseconds).
-enum { PH_DIGITS, PH_ACCUMULATE, PH_INTEGRATE, PH_HOST, PH_COUNT };
+enum { PH_DIGITS, PH_ACCUMULATE, PH_SEGMENTS, PH_HOST, PH_COUNT };
 
-// One window's sum Σ_x ((x >> s) + 1)·B_x from integrate's output: 256 pairs (res_k, acc_k)
+// Threads per block of segment_sums (three XYZZ points per thread in registers).
+#define CUZK_SEGMENT_THREADS 128
+// Segments per window: 2^11, or one per bucket for narrower windows.
+static uint32_t log_segments(uint32_t wbits) { return std::min<uint32_t>(wbits - 1, 11); }
+
+// Each window's 2^(w−1) buckets cut into 2^log_nseg segments of i0 = 2^(w−1−log_nseg), one
+// thread per segment: walking down its segment it keeps the running sum acc and adds acc to
+// res at every local index that is a multiple of 2^s (s = `top_spread` in the top window,
+// whose buckets come in groups of 2^s by weight, else 0), giving the pair (res, acc) that
+// window_sum combines. Pairs are written window by window, 2 per segment.
+__launch_bounds__(CUZK_SEGMENT_THREADS) __global__ void CUZK_FN(segment_sums)(const bucket_t::mem_t *buckets, bucket_t::mem_t *pairs,
+                                                                              uint32_t nwins, uint32_t wbits, uint32_t log_nseg,
+                                                                              uint32_t top_spread)
+{
+    const uint32_t log_i0 = wbits - 1 - log_nseg;
+    const size_t total = size_t(nwins) << log_nseg;
+    for (size_t g = blockIdx.x * size_t(blockDim.x) + threadIdx.x; g < total; g += size_t(gridDim.x) * blockDim.x) {
+        const uint32_t y = uint32_t(g >> log_nseg);
+        const size_t mask = y == nwins - 1 ? (size_t(1) << top_spread) - 1 : 0;
+        const bucket_t::mem_t *seg = buckets + (size_t(y) << (wbits - 1)) + ((g - (size_t(y) << log_nseg)) << log_i0);
+        size_t i = (size_t(1) << log_i0) - 1;
+        bucket_t acc = seg[i], res;
+        if (i & mask) res.inf();
+        else res = acc;
+        while (i--) {
+            bucket_t b = seg[i];
+            acc.add(b);
+            if ((i & mask) == 0) res.add(acc);
+        }
+        pairs[2 * g] = res;
+        pairs[2 * g + 1] = acc;
+    }
+}
+
+// One window's sum Σ_x ((x >> s) + 1)·B_x from segment_sums' output: nseg pairs (res_k, acc_k)
 // for segments of i0 buckets, res_k = Σ_{x in k} (((x − k·i0) >> s) + 1)·B_x and acc_k the
 // segment's plain sum, so the window's sum is Σ res_k + Σ ((k·i0) >> s)·acc_k. The second
 // sum is a running sum over k: with i0 ≥ 2^s the weight is k·2^a (sum k·acc_k, then a
@@ -71,28 +107,32 @@ static point_t CUZK_FN(combine_windows)(const window_plan_t &plan, const std::ve
     return out;
 }
 
-// Device memory for one chunk of `stride` points: buckets (then the ±1 partial sums),
-// histograms, the sort's two temporary rows and the digits, in one allocation.
+// Device memory for one chunk of `stride` points: buckets (then the ±1 partial sums, then
+// the segment pairs), histograms, the sort's two temporary rows and the digits, in one
+// allocation.
 static_assert(sizeof(bucket_t) == sizeof(bucket_t::mem_t), "buckets are downloaded into host buckets as they are");
 
 struct pippenger_mem_t {
     dev_ptr_t<uint8_t> blob;
-    bucket_t::mem_t *buckets, *ones;
+    bucket_t::mem_t *buckets, *ones, *pairs;
     vec2d_t<uint32_t> hist, digits;
     vec2d_t<uint2> temps;
 
     static size_t bytes(const window_plan_t &p, size_t stride, size_t nones)
     {
         size_t nb = p.nwins * p.row();
-        return (nb + nones) * sizeof(bucket_t::mem_t) + nb * sizeof(uint32_t) + 2 * stride * sizeof(uint2) + p.nwins * stride * sizeof(uint32_t);
+        return (nb + nones + npairs(p)) * sizeof(bucket_t::mem_t) + nb * sizeof(uint32_t) + 2 * stride * sizeof(uint2) +
+               p.nwins * stride * sizeof(uint32_t);
     }
+    static size_t npairs(const window_plan_t &p) { return (size_t(p.nwins) << log_segments(p.wbits)) * 2; }
     pippenger_mem_t(const window_plan_t &p, size_t stride, size_t nones) : blob{bytes(p, stride, nones)}
     {
         size_t nb = p.nwins * p.row();
         uint8_t *at = &blob[0];
         buckets = reinterpret_cast<bucket_t::mem_t *>(at);
         ones = buckets + nb;
-        at += (nb + nones) * sizeof(bucket_t::mem_t);
+        pairs = ones + nones;
+        at += (nb + nones + npairs(p)) * sizeof(bucket_t::mem_t);
         hist = vec2d_t<uint32_t>(reinterpret_cast<uint32_t *>(at), (uint32_t)p.row());
         at += nb * sizeof(uint32_t);
         temps = vec2d_t<uint2>(reinterpret_cast<uint2 *>(at), (uint32_t)stride);
@@ -121,8 +161,8 @@ static void CUZK_FN(make_digits)(const gpu_t &gpu, const stream_t &st, const win
 
 // Σ scalars[i]·bases[off + i] over n resident bases and device scalars with windows of
 // `wbits` bits, the points in `nchunks` chunks (each chunk is broken down, sorted,
-// accumulated and integrated on the device; the previous chunk's buckets are combined on the
-// host meanwhile). phase_ms (PH_COUNT floats, may be null) receives the device time of each
+// accumulated and reduced to segment pairs on the device; the previous chunk's pairs are
+// combined on the host meanwhile). phase_ms (PH_COUNT floats, may be null) receives the device time of each
 // phase summed over chunks and the host's combination time.
 extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_scalars, size_t n, uint32_t wbits, uint32_t nchunks,
                                      point_t *out, float *phase_ms, CUZK_ERR_ARGS)
@@ -149,9 +189,10 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
     size_t nones = CUZK_FN(partial_sums)(gpu);
     pippenger_mem_t m(plan, stride, nones);
     const stream_t &st = gpu[0];
-    const uint32_t log_i0 = wbits - 1 - 8; // integrate: 256 segments per window
-    const size_t nseg = 256;
-    std::vector<bucket_t> pairs(plan.nwins * 2 * nseg), ones(nones);
+    const uint32_t log_nseg = log_segments(wbits), log_i0 = wbits - 1 - log_nseg;
+    const size_t nseg = size_t(1) << log_nseg;
+    std::vector<bucket_t> pairs(pippenger_mem_t::npairs(plan)), ones(nones);
+    const uint32_t seg_blocks = std::min<size_t>((pairs.size() / 2 + CUZK_SEGMENT_THREADS - 1) / CUZK_SEGMENT_THREADS, 65535);
     std::vector<cudaEvent_t> ev(4 * chunks);
     for (auto &e : ev) CUDA_OK(cudaEventCreate(&e));
     struct destroy {
@@ -173,8 +214,8 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
         st.launch_coop(accumulate<bucket_t, affine_t::mem_t>, {gpu.sm_count(), 0}, m.buckets, plan.nwins, wbits, pts + from, m.digits, m.hist,
                        2u);
         CUDA_OK(cudaEventRecord(e[2], st));
-        integrate<bucket_t><<<plan.nwins, MSM_NTHREADS, sizeof(bucket_t) * MSM_NTHREADS, st>>>(m.buckets, plan.nwins, wbits,
-                                                                                                 scalar_t::bit_length());
+        CUZK_FN(segment_sums)<<<seg_blocks, CUZK_SEGMENT_THREADS, 0, st>>>(m.buckets, m.pairs, plan.nwins, wbits, log_nseg,
+                                                                          plan.spread(plan.nwins - 1));
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaEventRecord(e[3], st));
         if (c > 0) { // the previous chunk's pairs, while this chunk runs
@@ -182,8 +223,7 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
             out->add(CUZK_FN(combine_windows)(plan, pairs, nseg, log_i0));
             ms[PH_HOST] += std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t).count();
         }
-        CUDA_OK(cudaMemcpy2DAsync(pairs.data(), 2 * nseg * sizeof(bucket_t), m.buckets, plan.row() * sizeof(bucket_t::mem_t),
-                                  2 * nseg * sizeof(bucket_t::mem_t), plan.nwins, cudaMemcpyDeviceToHost, st));
+        st.DtoH(pairs.data(), m.pairs, pairs.size());
         st.DtoH(ones.data(), m.ones, nones);
         st.sync();
         bucket_t o = sum_up(ones);

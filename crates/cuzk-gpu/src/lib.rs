@@ -234,8 +234,7 @@ pub struct MsmPlan {
 }
 
 impl MsmPlan {
-    /// The narrowest window the driver takes (sppark's integration needs more than 2^8
-    /// buckets per window).
+    /// The narrowest window the driver takes (sppark's narrowest).
     pub const MIN_WINDOW: u32 = 10;
     /// The widest (sppark's sort handles at most 26 bucket bits; buckets alone are
     /// 2^(w−1) × 192 B per window).
@@ -266,9 +265,10 @@ pub struct WindowedMsmTimes {
 }
 
 /// The phases [`WindowedMsmTimes::phases_ms`] holds, in order: digits (breakdown and sort),
-/// bucket accumulation, sppark's per-window integration (device time from CUDA events), and
-/// the host's combination of the windows that the next chunk's kernels did not hide.
-pub const MSM_PHASES: [&str; 4] = ["digits", "accumulate", "integrate", "host combine"];
+/// bucket accumulation, the buckets reduced to 2^11 segment sums per window (device time
+/// from CUDA events), and the host's combination of the segments and windows that the next
+/// chunk's kernels did not hide.
+pub const MSM_PHASES: [&str; 4] = ["digits", "accumulate", "segment sums", "host combine"];
 
 /// Σ scalarsᵢ·basesᵢ in G1 on `device` through cuzk's own Pippenger driver for each of
 /// `plans`, the bases resident and the scalars in device memory (uploaded once), `runs`
