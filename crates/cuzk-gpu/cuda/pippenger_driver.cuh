@@ -159,13 +159,32 @@ static void CUZK_FN(make_digits)(const gpu_t &gpu, const stream_t &st, const win
     }
 }
 
-// Σ scalars[i]·bases[off + i] over n resident bases and device scalars with windows of
-// `wbits` bits, the points in `nchunks` chunks (each chunk is broken down, sorted,
+// The chunk count for n points when the caller leaves it to the driver (0): the fewest, in
+// powers of two, whose working memory (and the chunk's staged scalars) takes at most half the
+// device's free memory, so an MSM beside a full resident set runs in more chunks instead of
+// failing or evicting.
+static uint32_t CUZK_FN(auto_chunks)(const window_plan_t &plan, size_t n, size_t nones, bool staged)
+{
+    size_t free_b = 0, total_b = 0;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    uint32_t c = 1;
+    for (; c < 64; c *= 2) {
+        size_t stride = ((n + c - 1) / c + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
+        size_t need = pippenger_mem_t::bytes(plan, stride, nones) + (staged ? stride * sizeof(scalar_t) : 0);
+        if (need <= free_b / 2) break;
+    }
+    return c;
+}
+
+// Σ scalars[i]·bases[off + i] over n resident bases with windows of `wbits` bits; the scalars
+// are in device memory (d_scalars), or in host memory when `scalars_on_host` (each chunk's
+// scalars uploaded before its digits). The points go in `nchunks` chunks (0: auto_chunks;
+// each chunk is broken down, sorted,
 // accumulated and reduced to segment pairs on the device; the previous chunk's pairs are
 // combined on the host meanwhile). phase_ms (PH_COUNT floats, may be null) receives the device time of each
 // phase summed over chunks and the host's combination time.
-extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_scalars, size_t n, uint32_t wbits, uint32_t nchunks,
-                                     point_t *out, float *phase_ms, CUZK_ERR_ARGS)
+extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_scalars, int scalars_on_host, size_t n, uint32_t wbits,
+                                     uint32_t nchunks, point_t *out, float *phase_ms, CUZK_ERR_ARGS)
 {
     CUZK_TRY
     auto *b = static_cast<bases_t *>(handle);
@@ -183,11 +202,12 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
     const gpu_t &gpu = select_gpu(b->dev);
     gpu.select();
     const window_plan_t plan(wbits);
-    nchunks = std::max<uint32_t>(1, nchunks);
+    size_t nones = CUZK_FN(partial_sums)(gpu);
+    if (nchunks == 0) nchunks = CUZK_FN(auto_chunks)(plan, n, nones, scalars_on_host);
     size_t stride = ((n + nchunks - 1) / nchunks + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
     size_t chunks = (n + stride - 1) / stride;
-    size_t nones = CUZK_FN(partial_sums)(gpu);
     pippenger_mem_t m(plan, stride, nones);
+    dev_ptr_t<scalar_t> staged{scalars_on_host ? stride : 0};
     const stream_t &st = gpu[0];
     const uint32_t log_nseg = log_segments(wbits), log_i0 = wbits - 1 - log_nseg;
     const size_t nseg = size_t(1) << log_nseg;
@@ -206,8 +226,13 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
     for (size_t c = 0; c < chunks; c++) {
         size_t from = c * stride, num = std::min(stride, n - from);
         cudaEvent_t *e = &ev[4 * c];
+        const scalar_t *chunk_scalars = d_s + from;
+        if (scalars_on_host) {
+            st.HtoD(&staged[0], chunk_scalars, num);
+            chunk_scalars = &staged[0];
+        }
         CUDA_OK(cudaEventRecord(e[0], st));
-        CUZK_FN(make_digits)(gpu, st, plan, m, d_s + from, num);
+        CUZK_FN(make_digits)(gpu, st, plan, m, chunk_scalars, num);
         CUDA_OK(cudaEventRecord(e[1], st));
         batch_addition<bucket_t><<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, st>>>(m.ones, pts + from, num, m.digits[0], m.hist[0][0]);
         CUDA_OK(cudaGetLastError());
@@ -243,12 +268,11 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
     CUZK_CATCH
 }
 
-// The device bytes msm_windowed allocates for n points in nchunks chunks (0 for a window it
-// refuses), so callers can count them against a budget and benches can report them.
+// The device bytes msm_windowed allocates for n points with device scalars in nchunks chunks
+// (0 for a window it refuses or chunks it would choose itself), so benches can report them.
 extern "C" size_t CUZK_FN(msm_windowed_bytes)(int dev, size_t n, uint32_t wbits, uint32_t nchunks)
 {
-    if (wbits < CUZK_MSM_MIN_WINDOW || wbits > CUZK_MSM_MAX_WINDOW || n == 0) return 0;
-    nchunks = std::max<uint32_t>(1, nchunks);
+    if (wbits < CUZK_MSM_MIN_WINDOW || wbits > CUZK_MSM_MAX_WINDOW || n == 0 || nchunks == 0) return 0;
     size_t stride = ((n + nchunks - 1) / nchunks + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
     try {
         return pippenger_mem_t::bytes(window_plan_t(wbits), stride, CUZK_FN(partial_sums)(select_gpu(dev)));

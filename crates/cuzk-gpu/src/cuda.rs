@@ -182,6 +182,21 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    /// cuzk's own Pippenger driver over resident bases and host scalars, where the group has
+    /// one (G1): `Some(code)`; `None` for a group without.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn windowed(
+        _h: Handle,
+        _off: usize,
+        _s: *const blst::blst_fr,
+        _n: usize,
+        _plan: crate::MsmPlan,
+        _o: *mut Self::RawProj,
+        _m: *mut u8,
+        _c: usize,
+    ) -> Option<i32> {
+        None
+    }
     #[allow(clippy::too_many_arguments)]
     unsafe fn sum_host(
         dev: i32,
@@ -198,7 +213,7 @@ pub(crate) trait GpuCurve: MsmPoint {
 }
 
 macro_rules! gpu_curve {
-    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident, $sum_host:ident) => {
+    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident, $sum_host:ident $(, $win:ident)?) => {
         impl GpuCurve for $t {
             type Raw = $raw;
             type RawProj = $proj;
@@ -231,6 +246,20 @@ macro_rules! gpu_curve {
             ) -> i32 {
                 unsafe { ffi::$sum_host(dev, p, n, map, w, chunk, o, m, c) }
             }
+            $(
+                unsafe fn windowed(
+                    h: Handle,
+                    off: usize,
+                    s: *const blst::blst_fr,
+                    n: usize,
+                    plan: crate::MsmPlan,
+                    o: *mut $proj,
+                    m: *mut u8,
+                    c: usize,
+                ) -> Option<i32> {
+                    Some(unsafe { ffi::$win(h, off, s.cast(), 1, n, plan.window, plan.chunks, o, std::ptr::null_mut(), m, c) })
+                }
+            )?
             fn from_raw(p: $proj) -> Self::Curve {
                 // SAFETY: the blstrs projective types are repr(transparent) over blst's Jacobian
                 // points, which is the layout sppark's jacobian_t writes.
@@ -250,7 +279,8 @@ gpu_curve!(
     cuzk_g1_msm_resident,
     cuzk_g1_msm_host,
     cuzk_g1_sum_bitmap,
-    cuzk_g1_sum_bitmap_host
+    cuzk_g1_sum_bitmap_host,
+    cuzk_g1_msm_windowed
 );
 gpu_curve!(
     G2Affine,
@@ -432,6 +462,9 @@ pub struct CudaBackend {
     /// The most points one device call of a resident MSM covers (see
     /// [`CudaBackend::with_msm_piece`]).
     msm_piece: usize,
+    /// The smallest G1 MSM piece cuzk's own Pippenger driver takes (`None`: sppark always;
+    /// [`CudaBackend::with_driver_from`]).
+    driver_from: Option<usize>,
     /// The most bytes one device call of a witness upload copies.
     witness_piece: usize,
     /// Points per chunk of a bitmap sum over bases not kept on the device.
@@ -461,6 +494,7 @@ impl CudaBackend {
             staging: DeviceLock::new(Vec::new()),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
             msm_piece: usize::MAX,
+            driver_from: None,
             witness_piece: WITNESS_PIECE_BYTES,
             stream_chunk: STREAM_CHUNK,
         })
@@ -475,6 +509,19 @@ impl CudaBackend {
         self.msm_piece = points.max(RESIDENT_FROM);
         self.witness_piece = self.msm_piece.saturating_mul(std::mem::size_of::<Scalar>()).min(WITNESS_PIECE_BYTES);
         self
+    }
+
+    /// G1 MSM pieces over resident bases of at least `from` points run through cuzk's own
+    /// Pippenger driver ([`crate::MsmPlan::for_points`]); smaller ones, and all with `None`
+    /// (the default), through sppark's.
+    pub fn with_driver_from(mut self, from: Option<usize>) -> Self {
+        self.driver_from = from;
+        self
+    }
+
+    /// Whether a resident piece of `len` points goes to cuzk's driver.
+    fn use_driver(&self, len: usize) -> bool {
+        self.driver_from.is_some_and(|from| len >= from)
     }
 
     /// One device call under the device lock; its seconds from the lock's acquisition (device
@@ -601,7 +648,11 @@ impl CudaBackend {
             let (sum, pieces, secs) = self
                 .in_pieces::<P>("msm", n, |off, len, out, m, c| {
                     // SAFETY: scalars[off..off + len] against resident bases [off..off + len].
-                    unsafe { P::resident(r.handle, off, s.add(off), len, out, m, c) }
+                    unsafe {
+                        let plan = crate::MsmPlan::for_points(len);
+                        let driven = if self.use_driver(len) { P::windowed(r.handle, off, s, len, plan, out, m, c) } else { None };
+                        driven.unwrap_or_else(|| P::resident(r.handle, off, s.add(off), len, out, m, c))
+                    }
                 })
                 .map_err(dev_err)?;
             log(format!("msm {} ({n}{})", P::NAME, piece_note(pieces)), secs);
@@ -972,7 +1023,7 @@ impl CudaBackend {
             .device_call("msm (cuzk driver)", |m, c| {
                 // SAFETY: d_s holds n scalars on this device, r holds n bases; `ms` has room
                 // for every phase the driver times.
-                unsafe { ffi::cuzk_g1_msm_windowed(r.handle, 0, d_s.1, n, plan.window, plan.chunks, &mut out, ms.as_mut_ptr(), m, c) }
+                unsafe { ffi::cuzk_g1_msm_windowed(r.handle, 0, d_s.1, 0, n, plan.window, plan.chunks, &mut out, ms.as_mut_ptr(), m, c) }
             })
             .map_err(dev_err)?;
         Ok((G1Affine::from_raw(out), ms.map(f64::from), secs))
@@ -983,7 +1034,14 @@ impl CudaBackend {
     fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64)> {
         self.in_pieces::<G1Affine>("msm (device scalars)", count, |off, len, out, m, c| {
             // SAFETY: d_s holds at least `count` scalars on this device; r holds `count` bases.
-            unsafe { ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c) }
+            unsafe {
+                if self.use_driver(len) {
+                    let plan = crate::MsmPlan::for_points(len);
+                    ffi::cuzk_g1_msm_windowed(r.handle, off, d_s.1, 0, len, plan.window, 0, out, std::ptr::null_mut(), m, c)
+                } else {
+                    ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c)
+                }
+            }
         })
         .map_err(dev_err)
     }

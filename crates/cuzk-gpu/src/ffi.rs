@@ -162,11 +162,14 @@ extern "C" {
         cap: usize,
     ) -> i32;
     /// cuzk's own Pippenger driver (cuda/pippenger_driver.cuh): `wbits`-bit windows, the
-    /// points in `nchunks` chunks; `phase_ms` receives the times of [`MSM_PHASES`].
+    /// points in `nchunks` chunks (0: as few as fit half the free device memory), the scalars
+    /// in device memory or, with `scalars_on_host` ≠ 0, in host memory; `phase_ms` (or null)
+    /// receives the times of [`MSM_PHASES`].
     pub fn cuzk_g1_msm_windowed(
         handle: Handle,
         off: usize,
-        d_scalars: *const c_void,
+        scalars: *const c_void,
+        scalars_on_host: i32,
         n: usize,
         wbits: u32,
         nchunks: u32,

@@ -141,9 +141,57 @@ pub struct GpuOptions {
     /// `None`: [`DEFAULT_URGENT_GRACE_MS`]). Longer holds more of an urgent job's calls
     /// together under CPU contention, at the price of bulk calls idling the device meanwhile.
     pub urgent_grace_ms: Option<u32>,
+    /// Which Pippenger runs the G1 MSMs over resident bases (H, and L, A, B in plain mode).
+    pub msm_kernel: MsmKernel,
+    /// The smallest MSM (piece), as 2^k points, that [`MsmKernel::Cuzk`] hands to cuzk's
+    /// driver; smaller ones stay with sppark (`None`: [`DRIVER_FROM_LOG2`]). For tests that
+    /// run the driver at small sizes.
+    pub msm_driver_from_log2: Option<u32>,
+}
+
+/// Below 2^21 points cuzk's driver measured no faster than sppark (RESULTS, 2026-12-07).
+pub const DRIVER_FROM_LOG2: u32 = 21;
+
+/// The Pippenger implementation for G1 MSMs over resident bases.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MsmKernel {
+    /// cuzk's own driver over sppark's kernels ([`MsmPlan::for_points`]), 10–15 % faster
+    /// from 2^21 points on the H100; sppark below [`GpuOptions::msm_driver_from_log2`].
+    #[default]
+    Cuzk,
+    /// sppark's `msm_t` for every size (the reference, and the fallback).
+    Sppark,
+}
+
+impl MsmKernel {
+    /// The name config files and `--msm-kernel` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            MsmKernel::Cuzk => "cuzk",
+            MsmKernel::Sppark => "sppark",
+        }
+    }
+
+    /// The kernel a name gives, or an error that lists the names.
+    pub fn parse(name: &str) -> Result<MsmKernel, String> {
+        match name {
+            "cuzk" => Ok(MsmKernel::Cuzk),
+            "sppark" => Ok(MsmKernel::Sppark),
+            _ => Err(format!("`{name}` is not an MSM kernel (cuzk or sppark)")),
+        }
+    }
 }
 
 impl GpuOptions {
+    /// The smallest piece cuzk's driver takes, in points (`None`: sppark for every size).
+    pub fn driver_from(&self) -> Option<usize> {
+        match self.msm_kernel {
+            MsmKernel::Sppark => None,
+            MsmKernel::Cuzk => Some(1usize.checked_shl(self.msm_driver_from_log2.unwrap_or(DRIVER_FROM_LOG2)).unwrap_or(usize::MAX)),
+        }
+    }
+
     /// The urgent grace in force.
     pub fn urgent_grace(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.urgent_grace_ms.unwrap_or(DEFAULT_URGENT_GRACE_MS).into())
@@ -190,7 +238,7 @@ pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>
         if let Some(k) = options.msm_piece_log2 {
             b = b.with_msm_piece(1usize.checked_shl(k).unwrap_or(usize::MAX));
         }
-        Ok(Box::new(b))
+        Ok(Box::new(b.with_driver_from(options.driver_from())))
     }
     #[cfg(not(feature = "cuda"))]
     {
@@ -224,12 +272,13 @@ pub struct MsmTimes {
 
 /// A setting of cuzk's own Pippenger driver (issue 24): signed windows of `window` bits
 /// (sppark picks at most 18), the points processed in `chunks` chunks (more chunks, less
-/// device memory for digits and sort; sppark uses 2^(lg 1.5n − w − 6)).
+/// device memory for digits and sort; sppark uses 2^(lg 1.5n − w − 6); 0: the driver picks
+/// the fewest, in powers of two, whose working memory fits half the free device memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmPlan {
     /// Window width in bits.
     pub window: u32,
-    /// Chunks the points are processed in, one after another.
+    /// Chunks the points are processed in, one after another (0: the driver picks).
     pub chunks: u32,
 }
 
@@ -240,11 +289,24 @@ impl MsmPlan {
     /// 2^(w−1) × 192 B per window).
     pub const MAX_WINDOW: u32 = 26;
     /// What a valid plan is, for error messages.
-    pub const RULE: &'static str = "the window must be 10..=26 bits and the chunks at least 1";
+    pub const RULE: &'static str = "the window must be 10..=26 bits";
 
     /// Whether the driver accepts this plan.
     pub fn is_valid(&self) -> bool {
-        (Self::MIN_WINDOW..=Self::MAX_WINDOW).contains(&self.window) && self.chunks >= 1
+        (Self::MIN_WINDOW..=Self::MAX_WINDOW).contains(&self.window)
+    }
+
+    /// The prover's plan for an MSM of `n` points: the fastest window measured for that size
+    /// on the H100 (docs/RESULTS.md, "cuzk's own Pippenger driver beside sppark": 16 bits up
+    /// to 2^23 points, 17 at 2^24–2^25, 20 from 2^26), the chunks left to the driver.
+    pub fn for_points(n: usize) -> MsmPlan {
+        let lg = n.max(1).next_power_of_two().trailing_zeros();
+        let window = match lg {
+            0..=23 => 16,
+            24..=25 => 17,
+            _ => 20,
+        };
+        MsmPlan { window, chunks: 0 }
     }
 }
 
@@ -400,10 +462,27 @@ mod tests {
     }
 
     #[test]
+    fn the_provers_plan_follows_the_measured_best_window_and_sppark_stays_selectable() {
+        use super::{GpuOptions, MsmKernel, MsmPlan};
+        let w = |lg: u32| MsmPlan::for_points(1 << lg).window;
+        assert_eq!([w(20), w(23), w(24), w(25), w(26), w(27)], [16, 16, 17, 17, 20, 20]);
+        assert_eq!(MsmPlan::for_points((1 << 27) - 1), MsmPlan { window: 20, chunks: 0 });
+        assert!(MsmPlan::for_points(1).is_valid());
+        assert_eq!(GpuOptions::default().driver_from(), Some(1 << 21));
+        assert_eq!(GpuOptions { msm_driver_from_log2: Some(10), ..Default::default() }.driver_from(), Some(1024));
+        assert_eq!(GpuOptions { msm_kernel: MsmKernel::Sppark, ..Default::default() }.driver_from(), None);
+        for k in [MsmKernel::Cuzk, MsmKernel::Sppark] {
+            assert_eq!(MsmKernel::parse(k.name()), Ok(k));
+        }
+        assert!(MsmKernel::parse("blst").unwrap_err().contains("cuzk or sppark"));
+    }
+
+    #[test]
     fn msm_plans_outside_the_drivers_range_are_refused_before_any_device_work() {
         use super::MsmPlan;
         assert!(MsmPlan { window: 10, chunks: 1 }.is_valid() && MsmPlan { window: 26, chunks: 8 }.is_valid());
-        for bad in [MsmPlan { window: 9, chunks: 1 }, MsmPlan { window: 27, chunks: 1 }, MsmPlan { window: 18, chunks: 0 }] {
+        assert!(MsmPlan { window: 18, chunks: 0 }.is_valid(), "0 chunks: the driver picks");
+        for bad in [MsmPlan { window: 9, chunks: 1 }, MsmPlan { window: 27, chunks: 1 }] {
             assert!(!bad.is_valid(), "{bad:?}");
             let e = super::time_g1_msm_windowed(0, &Default::default(), &[], &[], &[bad], 0).unwrap_err();
             assert!(e.to_string().contains("10..=26") && e.to_string().contains(&format!("window: {}", bad.window)), "{e}");

@@ -109,3 +109,19 @@ fn cuzk_msm_driver_matches_the_cpu_or_skipped() {
     let bad = cuzk_gpu::time_g1_msm_windowed(0, &Default::default(), &bases[..4], &random[..4], &[MsmPlan { window: 27, chunks: 1 }], 0);
     assert!(bad.unwrap_err().to_string().contains("10..=26"));
 }
+
+/// The conformance suite with cuzk's own Pippenger driver taking every resident G1 MSM piece
+/// from 2^10 points (host scalars: A, B, L in plain mode; device scalars: H), where the
+/// default hands it only pieces from 2^21: the prover's path through the driver against the
+/// CPU backend at sizes a test can afford.
+#[test]
+fn cuda_backend_conformance_through_the_cuzk_driver_or_skipped() {
+    let options = cuzk_gpu::GpuOptions { msm_driver_from_log2: Some(10), ..Default::default() };
+    match cuzk_gpu::open_with(0, &options) {
+        Ok(b) => assert_passes(b.as_ref(), 13, Scale::Full),
+        Err(e) => {
+            say_skipped("cuda_backend_conformance_through_the_cuzk_driver", &e);
+            assert!(matches!(e, GpuError::NoDevice(_) | GpuError::NotBuilt), "{e}");
+        }
+    }
+}

@@ -48,6 +48,10 @@ pub struct PipelineArgs {
     /// sections over it travel with each call. Default: the whole device.
     #[arg(long, value_parser = crate::args::byte_size)]
     device_budget: Option<u64>,
+    /// The Pippenger for G1 MSMs over resident bases: cuzk (cuzk's own driver from 2^21
+    /// points) or sppark (sppark's for every size).
+    #[arg(long, default_value = "cuzk", value_parser = crate::cmd::bench::msm_kernel)]
+    msm_kernel: cuzk_gpu::MsmKernel,
     /// Proofs run together (and discarded) before the measured ones, so that one-time
     /// allocations (thread pools, allocator arenas of every stage thread, the device SRS
     /// upload) are not counted as leaks. Default: j + 2, enough to fill every stage once. With
@@ -273,7 +277,10 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let (pce, _) = kinds().porep.shared_pce(rp)?;
     let loaded = mark("after params + PCE load");
     let (static_rss, static_anon) = (loaded.rss_bytes, loaded.anon_bytes);
-    let devices = make_devices_with(a.backend, &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, ..Default::default() })?;
+    let devices = make_devices_with(
+        a.backend,
+        &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, msm_kernel: a.msm_kernel, ..Default::default() },
+    )?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
     let pce_bytes = pce.bytes() as u64;

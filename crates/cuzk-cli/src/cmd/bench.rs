@@ -195,7 +195,7 @@ fn post_load_bench(a: PostLoadArgs) -> Result<ExitCode> {
             urgent_grace_ms,
             porep_verify: !a.porep_no_verify,
         };
-        let gpu = cuzk_gpu::GpuOptions { resident_budget: None, msm_piece_log2, urgent_grace_ms: Some(urgent_grace_ms) };
+        let gpu = cuzk_gpu::GpuOptions { msm_piece_log2, urgent_grace_ms: Some(urgent_grace_ms), ..Default::default() };
         let device = crate::args::make_devices_with(a.backend, &gpu)?.into_iter().next().context("no device")?;
         let r = run(post.clone(), porep.clone(), device, &o)?;
         println!(
@@ -519,6 +519,10 @@ pub struct PartitionArgs {
     /// each (the pre-emption grain an urgent job waits for). Default: one call per MSM.
     #[arg(long, value_name = "K", value_parser = piece_log2)]
     msm_piece_log2: Option<u32>,
+    /// The Pippenger for G1 MSMs over resident bases: cuzk (cuzk's own driver from 2^21
+    /// points) or sppark (sppark's for every size).
+    #[arg(long, default_value = "cuzk", value_parser = msm_kernel)]
+    msm_kernel: cuzk_gpu::MsmKernel,
     #[arg(long, default_value_t = 0)]
     partition: usize,
     /// Proofs per mat-vec place (the first of each is cold: uploads).
@@ -586,6 +590,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         backend,
         device_budget,
         msm_piece_log2,
+        msm_kernel,
         partition,
         reps,
         matvec,
@@ -599,7 +604,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     } = a;
     let backend = crate::args::make_backend_with(
         backend,
-        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, urgent_grace_ms: None },
+        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, msm_kernel, ..Default::default() },
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
@@ -918,6 +923,11 @@ pub struct KernelArgs {
     device: usize,
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+/// `--msm-kernel`'s value.
+pub fn msm_kernel(v: &str) -> std::result::Result<cuzk_gpu::MsmKernel, String> {
+    cuzk_gpu::MsmKernel::parse(v)
 }
 
 /// Window widths from `--msm-window`.

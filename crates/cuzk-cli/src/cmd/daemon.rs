@@ -53,6 +53,8 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         resident_budget: cfg.device_budget_bytes(),
         msm_piece_log2: cfg.msm_piece_log2(),
         urgent_grace_ms: Some(cfg.engine.urgent_grace_ms),
+        msm_kernel: cuzk_gpu::MsmKernel::parse(&cfg.engine.msm_kernel).map_err(anyhow::Error::msg)?,
+        msm_driver_from_log2: None,
     };
     let devices = make_devices_with(backend_of(&cfg.engine.backend)?, &gpu)?;
     let rt = runtime()?;
