@@ -13,7 +13,8 @@
 #    the exact layout (they do not verify; the proofs of one run are compared with each
 #    other).
 # c: a synthetic 32 GiB PoRep C1 and random parameters of its exact layout written under the
-#    official file names (`bench partition --write-params`, one proof), for part d.
+#    official file names (`bench partition --write-params`, CREPS proofs, default 1, the first
+#    cold; KERNEL: the G1 MSM kernel, cuzk's driver by default, or sppark), for parts d, f, i, p.
 # d: needs a (or w) and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep
 #    sectors of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent
 #    lane and without (LANES, default on,off), with THREADS (4,0) reserved for urgent work
@@ -116,8 +117,8 @@ b)
     ;;
 c)
     step gen32-c1 timeout 60 "$BIN" gen-c1 --synthetic --sector-size 32GiB --out "$WORK/c1"
-    step part32-porep timeout 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps 1 --matvec device --overlap on \
-        --write-params "$PARAMS" --json "$OUT/partition32-porep.json"
+    step part32-porep timeout 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device --overlap on \
+        ${KERNEL:+--msm-kernel $KERNEL} --write-params "$PARAMS" --json "$OUT/partition32-porep.json"
     ls -la "$PARAMS"
     ;;
 e)
