@@ -718,6 +718,10 @@ mod tests {
         assert!(e.contains("urgent_grace_ms") && e.contains("5000"), "{e}");
         let grace = DaemonConfig::load(None, |k| (k == "CUZK_URGENT_GRACE_MS").then(|| "60".into())).unwrap().engine.urgent_grace_ms;
         assert_eq!(grace, 60);
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_MSM_KERNEL").then(|| "blst".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_MSM_KERNEL") && e.contains("cuzk or sppark"), "{e}");
+        let kernel = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_MSM_KERNEL").then(|| v.into())).unwrap().engine.msm_kernel;
+        assert_eq!((kernel("sppark"), DaemonConfig::load(None, |_| None).unwrap().engine.msm_kernel), ("sppark".into(), "cuzk".into()));
     }
 
     #[test]
