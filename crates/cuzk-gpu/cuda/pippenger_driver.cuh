@@ -177,13 +177,12 @@ static uint32_t CUZK_FN(auto_chunks)(const window_plan_t &plan, size_t n, size_t
 }
 
 // Σ scalars[i]·bases[off + i] over n resident bases with windows of `wbits` bits; the scalars
-// are in device memory (d_scalars), or in host memory when `scalars_on_host` (each chunk's
-// scalars uploaded before its digits). The points go in `nchunks` chunks (0: auto_chunks;
-// each chunk is broken down, sorted,
-// accumulated and reduced to segment pairs on the device; the previous chunk's pairs are
-// combined on the host meanwhile). phase_ms (PH_COUNT floats, may be null) receives the device time of each
-// phase summed over chunks and the host's combination time.
-extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_scalars, int scalars_on_host, size_t n, uint32_t wbits,
+// are in device memory, or in host memory when `scalars_on_host` (each chunk's scalars
+// uploaded before its digits). The points go in `nchunks` chunks (0: auto_chunks); each chunk
+// is broken down, sorted, accumulated and reduced to segment pairs on the device while the
+// host combines the previous chunk's pairs. phase_ms (PH_COUNT floats, may be null) receives
+// each device phase's time summed over chunks and the host's combination time.
+extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *scalars, int scalars_on_host, size_t n, uint32_t wbits,
                                      uint32_t nchunks, point_t *out, float *phase_ms, CUZK_ERR_ARGS)
 {
     CUZK_TRY
@@ -219,14 +218,14 @@ extern "C" int CUZK_FN(msm_windowed)(void *handle, size_t off, const void *d_sca
         std::vector<cudaEvent_t> &ev;
         ~destroy() { for (auto e : ev) (void)cudaEventDestroy(e); }
     } guard{ev};
-    const auto *d_s = static_cast<const scalar_t *>(d_scalars) + off;
+    const auto *from_off = static_cast<const scalar_t *>(scalars) + off;
     auto *pts = b->d + off;
     point_t ones_sum;
     ones_sum.inf();
     for (size_t c = 0; c < chunks; c++) {
         size_t from = c * stride, num = std::min(stride, n - from);
         cudaEvent_t *e = &ev[4 * c];
-        const scalar_t *chunk_scalars = d_s + from;
+        const scalar_t *chunk_scalars = from_off + from;
         if (scalars_on_host) {
             st.HtoD(&staged[0], chunk_scalars, num);
             chunk_scalars = &staged[0];
