@@ -915,7 +915,8 @@ pub struct KernelArgs {
     #[arg(long, default_value = "18", value_parser = msm_windows)]
     msm_window: MsmWindows,
     /// Chunk counts the cuzk driver is timed with, for each window: the points are processed
-    /// in this many chunks (fewer chunks, more device memory for digits and the sort).
+    /// in this many chunks (fewer chunks, more device memory for digits and the sort; 0: as
+    /// few as fit half the free device memory, as the prover runs it).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     msm_chunks: Vec<u32>,
     /// The CUDA device index.
@@ -974,9 +975,6 @@ type KernelRun =
 fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
-    }
-    if a.msm_chunks.contains(&0) {
-        bail!("--msm-chunks must be at least 1");
     }
     let msm_plans =
         a.msm_window.0.iter().flat_map(|&window| a.msm_chunks.iter().map(move |&chunks| cuzk_gpu::MsmPlan { window, chunks })).collect();
