@@ -139,6 +139,15 @@ fn with_budget_hint(e: GpuError, resident_bytes: u64) -> GpuError {
     GpuError::Cuda { what, code, message }
 }
 
+/// ", cuzk driver" when an MSM's (first) pieces ran through cuzk's own Pippenger driver.
+fn driver_note(driven: bool) -> &'static str {
+    if driven {
+        ", cuzk driver"
+    } else {
+        ""
+    }
+}
+
 /// ", k device calls" for an MSM run in k > 1 pieces (the stage log's MSM lines).
 fn piece_note(pieces: usize) -> String {
     if pieces > 1 {
@@ -655,7 +664,8 @@ impl CudaBackend {
                     }
                 })
                 .map_err(dev_err)?;
-            log(format!("msm {} ({n}{})", P::NAME, piece_note(pieces)), secs);
+            let driven = self.use_driver(n.min(self.msm_piece)) && P::TAG == 1; // G1 alone has the driver
+            log(format!("msm {} ({n}{}{})", P::NAME, piece_note(pieces), driver_note(driven)), secs);
             return Ok(sum);
         }
         // Bases from host memory, in pieces as resident ones are (a section a device budget
@@ -1050,7 +1060,14 @@ impl CudaBackend {
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
         let (sum, pieces, secs) = self.msm_device_scalars(r, &d_h, count)?;
         drop(d_h);
-        log(format!("msm G1 h from device-resident scalars ({count}{})", piece_note(pieces)), secs);
+        log(
+            format!(
+                "msm G1 h from device-resident scalars ({count}{}{})",
+                piece_note(pieces),
+                driver_note(self.use_driver(count.min(self.msm_piece)))
+            ),
+            secs,
+        );
         Ok(sum)
     }
 }

@@ -362,7 +362,8 @@ pub fn time_g1_msm_windowed(
 }
 
 /// Times Σ scalarsᵢ·basesᵢ in G1 on `device` with its bases resident (uploaded before any
-/// timing), `runs` times each way after one untimed call each: for `cuzk bench msm`. Errors
+/// timing), `runs` times each way after one untimed call each, through sppark's `msm_t` only
+/// (the backend made here has no driver: the reference `bench msm` compares against). Errors
 /// name a missing build or device, bases that do not fit, or a failed CUDA call.
 pub fn time_g1_msm(
     device: usize,

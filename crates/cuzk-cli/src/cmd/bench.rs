@@ -986,7 +986,11 @@ fn kernel_bench(a: KernelArgs, run: KernelRun) -> Result<ExitCode> {
         println!("{:<10} {:<24} 2^{:<3} {:>11.5} {:>11.5}", x.implementation.name(), x.what, x.log_n, x.median_s, x.min_s);
         if let Some(d) = &x.driver {
             let phases: Vec<String> = d.phases_ms.iter().map(|(name, ms)| format!("{name} {ms:.1} ms")).collect();
-            println!("{:<10} {:.2} GiB on the device; {}", "", d.device_bytes as f64 / (1u64 << 30) as f64, phases.join(", "));
+            let bytes = match d.device_bytes {
+                0 => "device bytes as the driver chose its chunks".to_string(),
+                b => format!("{:.2} GiB on the device", b as f64 / (1u64 << 30) as f64),
+            };
+            println!("{:<10} {bytes}; {}", "", phases.join(", "));
         }
     }
     if let Some(path) = a.json {
