@@ -72,6 +72,9 @@
 #    (14..20) and LARGE sizes (26,27) at windows LARGE_W (17..23), each window with the chunk
 #    counts CHUNKS (1), KRUNS timed runs (3) after one untimed; every result compared with
 #    sppark's (exit 1 on a difference); the driver's rows carry its phases and device bytes.
+#    Then `bench msm-ceiling`: Fp multiplications/s, XYZZ against batch-affine additions/s for
+#    BATCHES (8,16,32,64,128) accumulators per thread, ROUNDS (64) additions each (exit 1 if
+#    the two ways' sums differ): the design note's stage 4a gate.
 # t: cuzk-gpu's own test binaries with the CUDA feature (`cargo xtask cuda-check` builds them;
 #    copy target/debug/deps/cuzk_gpu-* and cuda-* to target/cuda-bin/cuzk-gpu-unit and
 #    cuzk-gpu-cuda-tests): the residency, lock-recovery and conformance tests on the device.
@@ -180,6 +183,8 @@ m)
         --msm-window "${SMALL_W:-14..20}" --msm-chunks "${CHUNKS:-1}" --json "$OUT/msm-small.json"
     step msm-large timeout "${T_LARGE:-330}" "$BIN" bench msm --impl sppark,cuzk --log-n "${LARGE:-26,27}" --runs "${KRUNS:-3}" \
         --msm-window "${LARGE_W:-17..23}" --msm-chunks "${CHUNKS:-1}" --json "$OUT/msm-large.json"
+    step msm-ceiling timeout 120 "$BIN" bench msm-ceiling --log-points 20 --rounds "${ROUNDS:-64}" --batch "${BATCHES:-8,16,32,64,128}" \
+        --json "$OUT/msm-ceiling.json"
     ;;
 v)
     step params2k timeout 120 "$BIN" params ensure --sector-size 2KiB

@@ -1,6 +1,7 @@
 // G1 and G2 MSMs in one translation unit (sppark's non-template sort kernel may be defined
 // only once per device link): Jacobian results, XYZZ buckets, affine bases in blst's layout;
-// G1 also has cuzk's own Pippenger driver over sppark's kernels (pippenger_driver.cuh).
+// G1 also has cuzk's own Pippenger driver over sppark's kernels (pippenger_driver.cuh) and
+// the arithmetic ceilings its accumulation is judged against (ceiling.cuh).
 #include <cuda.h>
 #include <vector>
 #include <ff/bls12-381-fp2.hpp>
@@ -18,6 +19,7 @@ typedef fr_t scalar_t;
 #define CUZK_FN(name) cuzk_g1_##name
 #include "msm.cuh"
 #include "pippenger_driver.cuh"
+#include "ceiling.cuh"
 #undef CUZK_FN
 }
 

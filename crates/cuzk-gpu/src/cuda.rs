@@ -161,6 +161,42 @@ fn dev_err(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
 }
 
+/// The G1 MSM's arithmetic ceilings on `device` (see [`crate::msm_ceilings`]).
+pub(crate) fn msm_ceilings(device: usize, points: &[G1Affine], rounds: u32, batches: &[u32]) -> Result<crate::MsmCeilings, GpuError> {
+    let k = batches.len();
+    let (mut fp, mut xyzz, mut affine) = (0f64, vec![0f64; k], vec![0f64; k]);
+    let (mut xyzz_sum, mut affine_sum) = (vec![blst::blst_p1::default(); k], vec![blst::blst_p1::default(); k]);
+    call("arithmetic ceilings", |m, c| {
+        // SAFETY: every output has room for `k` values; the points are blst affine points.
+        unsafe {
+            ffi::cuzk_g1_ceilings(
+                device as i32,
+                points.as_ptr() as *const blst::blst_p1_affine,
+                points.len(),
+                rounds,
+                batches.as_ptr(),
+                k,
+                &mut fp,
+                xyzz.as_mut_ptr(),
+                affine.as_mut_ptr(),
+                xyzz_sum.as_mut_ptr(),
+                affine_sum.as_mut_ptr(),
+                m,
+                c,
+            )
+        }
+    })?;
+    let batches = (0..k)
+        .map(|i| crate::CeilingBatch {
+            batch: batches[i],
+            xyzz_adds_per_s: xyzz[i],
+            affine_adds_per_s: affine[i],
+            sums_agree: G1Affine::from_raw(xyzz_sum[i]) == G1Affine::from_raw(affine_sum[i]),
+        })
+        .collect();
+    Ok(crate::MsmCeilings { fp_mul_per_s: fp, batches })
+}
+
 pub(crate) fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
     let mut count = 0i32;
     // SAFETY: plain out-parameters.

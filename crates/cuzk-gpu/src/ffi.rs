@@ -179,6 +179,24 @@ extern "C" {
         cap: usize,
     ) -> i32;
     pub fn cuzk_g1_msm_windowed_bytes(dev: i32, n: usize, wbits: u32, nchunks: u32) -> usize;
+    /// The arithmetic ceilings (cuda/ceiling.cuh) over `n` host points: Fp multiplications per
+    /// second, and for each of `nms` batch sizes XYZZ and batched-affine additions per second
+    /// and the sum each way computed.
+    pub fn cuzk_g1_ceilings(
+        dev: i32,
+        host_points: *const blst::blst_p1_affine,
+        n: usize,
+        rounds: u32,
+        ms: *const u32,
+        nms: usize,
+        fp_mul_per_s: *mut f64,
+        xyzz_per_s: *mut f64,
+        affine_per_s: *mut f64,
+        xyzz_sum: *mut blst::blst_p1,
+        affine_sum: *mut blst::blst_p1,
+        msg: *mut u8,
+        cap: usize,
+    ) -> i32;
     pub fn cuzk_ntt(dev: i32, inout: *mut blst::blst_fr, lg_n: u32, kind: i32, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_quotient(
         dev: i32,

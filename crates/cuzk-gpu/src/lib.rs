@@ -332,6 +332,50 @@ pub struct WindowedMsmTimes {
 /// chunk's kernels did not hide.
 pub const MSM_PHASES: [&str; 4] = ["digits", "accumulate", "segment sums", "host combine"];
 
+/// The arithmetic ceilings of the G1 MSM's accumulation on a device, from [`msm_ceilings`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MsmCeilings {
+    /// Fp multiplications per second (four independent chains per thread, every SM busy).
+    pub fp_mul_per_s: f64,
+    /// Per batch size, XYZZ against batched affine additions.
+    pub batches: Vec<CeilingBatch>,
+}
+
+/// One batch size's additions per second each way.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CeilingBatch {
+    /// Accumulators per thread, which share one inversion per round in the affine way.
+    pub batch: u32,
+    /// XYZZ mixed additions (sppark's bucket step) per second, one bucket chain at a time.
+    pub xyzz_adds_per_s: f64,
+    /// Affine additions per second, `batch` of them per thread sharing one inversion.
+    pub affine_adds_per_s: f64,
+    /// Whether both ways' sums of the same additions are equal.
+    pub sums_agree: bool,
+}
+
+/// Measures on `device`, over `points` (random, resident for the run): Fp multiplications per
+/// second, and for each batch size the XYZZ mixed additions and the affine additions batched
+/// with Montgomery's inversion trick per second, each thread adding `rounds` points to each of
+/// its accumulators (issue 24's stage 4a gate: batch-affine accumulation is worth building only
+/// if it adds ≥ 1.35× as fast). Errors name a missing build or device, or too few points.
+pub fn msm_ceilings(
+    device: usize,
+    points: &[cuzk_core::G1Affine],
+    rounds: u32,
+    batches: &[u32],
+) -> Result<MsmCeilings, cuzk_core::backend::BackendError> {
+    #[cfg(feature = "cuda")]
+    {
+        cuda::msm_ceilings(device, points, rounds, batches).map_err(|e| cuzk_core::backend::BackendError::Device(e.to_string()))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (device, points, rounds, batches);
+        Err(cuzk_core::backend::BackendError::Device(GpuError::NotBuilt.to_string()))
+    }
+}
+
 /// Σ scalarsᵢ·basesᵢ in G1 on `device` through cuzk's own Pippenger driver for each of
 /// `plans`, the bases resident and the scalars in device memory (uploaded once), `runs`
 /// timed calls each after an untimed one (`runs` = 0 gives each plan's result alone): for

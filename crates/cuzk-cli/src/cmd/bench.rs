@@ -89,6 +89,30 @@ pub enum BenchCmd {
     /// parts are CUDA-event times with the inputs on the device, and the round trip adds the
     /// host copies. Every implementation's H must be the same; exits 1 otherwise.
     Ntt(KernelArgs),
+    /// The G1 MSM's arithmetic ceilings on a CUDA device (issue 24): Fp multiplications per
+    /// second, and for each --batch the XYZZ mixed additions (sppark's bucket step) against
+    /// affine additions that share one inversion per batch (Montgomery's trick), each thread
+    /// adding --rounds points to each of its accumulators. Both ways must give the same sum;
+    /// exits 1 otherwise. Needs a CUDA build and a device.
+    MsmCeiling(CeilingArgs),
+}
+
+#[derive(Args)]
+pub struct CeilingArgs {
+    /// Random resident points, as log2 of their count.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(4..=26))]
+    log_points: u32,
+    /// Points each accumulator adds.
+    #[arg(long, default_value_t = 64)]
+    rounds: u32,
+    /// Accumulators per thread (the affine way's batch per inversion), each timed.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32,64,128")]
+    batch: Vec<u32>,
+    /// The CUDA device index.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -302,6 +326,7 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::BufferPool(a) => buffer_pool_bench(a),
         BenchCmd::Msm(a) => kernel_bench(a, crate::bench::kernels::msm),
         BenchCmd::Ntt(a) => kernel_bench(a, crate::bench::kernels::ntt),
+        BenchCmd::MsmCeiling(a) => msm_ceiling(a),
     }
 }
 
@@ -969,6 +994,29 @@ fn log_sizes(v: &str) -> std::result::Result<LogSizes, String> {
     }
 }
 
+fn msm_ceiling(a: CeilingArgs) -> Result<ExitCode> {
+    if a.rounds == 0 || a.batch.contains(&0) {
+        bail!("--rounds and every --batch must be at least 1");
+    }
+    let points: Vec<cuzk_core::G1Affine> = cuzk_core::backend::points::random_points(1 << a.log_points, 13);
+    let r = cuzk_gpu::msm_ceilings(a.device, &points, a.rounds, &a.batch)?;
+    println!("Fp multiplications: {:.3e} /s", r.fp_mul_per_s);
+    println!("{:>6} {:>14} {:>14} {:>8} {:>6}", "batch", "xyzz adds/s", "affine adds/s", "ratio", "agree");
+    for b in &r.batches {
+        let ratio = b.affine_adds_per_s / b.xyzz_adds_per_s;
+        println!("{:>6} {:>14.4e} {:>14.4e} {:>8.3} {:>6}", b.batch, b.xyzz_adds_per_s, b.affine_adds_per_s, ratio, b.sums_agree);
+    }
+    if let Some(path) = a.json {
+        write_json(&path, &r)?;
+    }
+    if r.batches.iter().all(|b| b.sums_agree) {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("the affine and XYZZ sums differ: the affine formulas are wrong");
+        Ok(ExitCode::from(1))
+    }
+}
+
 type KernelRun =
     fn(&[crate::bench::kernels::Impl], &[u32], usize, &crate::bench::kernels::DeviceChoice) -> Result<crate::bench::kernels::KernelBench>;
 
@@ -1017,6 +1065,14 @@ mod kernel_args_tests {
         assert!(super::log_sizes("20..40").unwrap_err().contains("2^29"));
         assert!(super::log_sizes("x").unwrap_err().contains("`x`"));
         assert!(super::log_sizes("").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    #[cfg(not(feature = "cuda"))]
+    fn the_ceiling_bench_refuses_empty_batches_and_names_a_missing_cuda_build() {
+        let args = |batch: Vec<u32>| super::CeilingArgs { log_points: 4, rounds: 2, batch, device: 0, json: None };
+        assert!(super::msm_ceiling(args(vec![8, 0])).unwrap_err().to_string().contains("at least 1"));
+        assert!(format!("{:#}", super::msm_ceiling(args(vec![8])).unwrap_err()).contains("built without cuda"));
     }
 
     #[test]
