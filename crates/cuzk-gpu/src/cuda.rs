@@ -1,6 +1,7 @@
 //! The CUDA backend proper: device selection, the resident-bases cache (one upload per SRS
 //! section per process, keyed by the host slice and a fingerprint of its points), the split
-//! MSM (bitmap sum of the 0/1 scalars on the device + sppark Pippenger over the rest), NTTs,
+//! MSM (bitmap sum of the 0/1 scalars on the device + sppark Pippenger over the rest), cuzk's
+//! own Pippenger driver for large G1 MSMs over resident bases, NTTs,
 //! the resident quotient (a, b, c staged through pooled pinned host buffers, filled before the
 //! device lock is taken) and the fused quotient + H MSM, where H never leaves the device.
 //! Small inputs go to the CPU backend, where a launch costs more than the work. Calls on one

@@ -1,4 +1,5 @@
-//! `cuzk-gpu` owns the CUDA backend: sppark's Pippenger MSM (G1 and G2) and NTT behind
+//! `cuzk-gpu` owns the CUDA backend: Pippenger MSMs (G1 and G2; G1 from 2^21 points through
+//! cuzk's own driver over sppark's kernels, [`MsmKernel`]) and sppark's NTT behind
 //! `cuzk-core`'s `Msm`/`Ntt` traits, with the SRS bases kept resident in device memory across
 //! proofs, the 0/1 bitmap sums done by batched additions on the device, and the Groth16
 //! quotient computed with a, b and c resident through every transform. CUDA failures come
