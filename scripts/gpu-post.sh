@@ -14,7 +14,8 @@
 #    other).
 # c: a synthetic 32 GiB PoRep C1 and random parameters of its exact layout written under the
 #    official file names (`bench partition --write-params`, CREPS proofs, default 1, the first
-#    cold; KERNEL: the G1 MSM kernel, cuzk's driver by default, or sppark), for parts d, f, i, p.
+#    cold; KERNEL: the G1 MSM kernel, cuzk's driver by default, or sppark), for parts d, f, i, p;
+#    with KERNELS (e.g. sppark,cuzk) the partition again on those parameters per kernel.
 # d: needs a (or w) and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep
 #    sectors of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent
 #    lane and without (LANES, default on,off), with THREADS (4,0) reserved for urgent work
@@ -123,6 +124,13 @@ c)
     step part32-porep timeout 560 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device --overlap on \
         ${KERNEL:+--msm-kernel $KERNEL} --write-params "$PARAMS" --json "$OUT/partition32-porep.json"
     ls -la "$PARAMS"
+    # KERNELS (e.g. sppark,cuzk): the same partition again on the written parameters, CREPS
+    # proofs per kernel, one after the other in this call (the kernels side by side).
+    for k in $(echo "${KERNELS:-}" | tr , ' '); do
+        step "part32-porep-$k" timeout 200 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device \
+            --overlap on --msm-kernel "$k" --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" \
+            --json "$OUT/partition32-porep-$k.json"
+    done
     ;;
 e)
     step gen32-update timeout 200 "$BIN" gen-update --synthetic --sector-size 32GiB --out "$WORK/update32"
