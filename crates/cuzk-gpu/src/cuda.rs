@@ -228,13 +228,15 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
-    /// cuzk's own Pippenger driver over resident bases and host scalars, where the group has
-    /// one (G1): `Some(code)`; `None` for a group without.
+    /// cuzk's own Pippenger driver over resident bases, the scalars in host memory
+    /// (`on_host`) or device memory, where the group has one (G1): `Some(code)`; `None` for a
+    /// group without.
     #[allow(clippy::too_many_arguments)]
     unsafe fn windowed(
         _h: Handle,
         _off: usize,
-        _s: *const blst::blst_fr,
+        _s: *const std::ffi::c_void,
+        _on_host: bool,
         _n: usize,
         _plan: crate::MsmPlan,
         _o: *mut Self::RawProj,
@@ -296,14 +298,15 @@ macro_rules! gpu_curve {
                 unsafe fn windowed(
                     h: Handle,
                     off: usize,
-                    s: *const blst::blst_fr,
+                    s: *const std::ffi::c_void,
+                    on_host: bool,
                     n: usize,
                     plan: crate::MsmPlan,
                     o: *mut $proj,
                     m: *mut u8,
                     c: usize,
                 ) -> Option<i32> {
-                    Some(unsafe { ffi::$win(h, off, s.cast(), 1, n, plan.window, plan.chunks, o, std::ptr::null_mut(), m, c) })
+                    Some(unsafe { ffi::$win(h, off, s, on_host.into(), n, plan.window, plan.chunks, o, std::ptr::null_mut(), m, c) })
                 }
             )?
             fn from_raw(p: $proj) -> Self::Curve {
@@ -565,9 +568,32 @@ impl CudaBackend {
         self
     }
 
-    /// Whether a resident piece of `len` points goes to cuzk's driver.
-    fn use_driver(&self, len: usize) -> bool {
-        self.driver_from.is_some_and(|from| len >= from)
+    /// One resident piece of `len` scalars from `off` through cuzk's driver, when it takes
+    /// pieces that long and the group has one (`driven` is then set); else `None`, and the
+    /// caller runs sppark's.
+    ///
+    /// # Safety
+    /// `s` holds the scalars (host memory when `on_host`, else this device's) for the resident
+    /// bases `r` covers from `off` to `off + len`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn driver_piece<P: GpuCurve>(
+        &self,
+        r: &Resident,
+        off: usize,
+        s: *const std::ffi::c_void,
+        on_host: bool,
+        len: usize,
+        out: *mut P::RawProj,
+        m: *mut u8,
+        c: usize,
+        driven: &std::cell::Cell<bool>,
+    ) -> Option<i32> {
+        if self.driver_from.is_none_or(|from| len < from) {
+            return None;
+        }
+        let code = unsafe { P::windowed(r.handle, off, s, on_host, len, crate::MsmPlan::for_points(len), out, m, c) };
+        driven.set(driven.get() || code.is_some());
+        code
     }
 
     /// One device call under the device lock; its seconds from the lock's acquisition (device
@@ -691,18 +717,17 @@ impl CudaBackend {
         let s = scalars.as_ptr() as *const blst::blst_fr;
         let r = if keep && n >= RESIDENT_FROM { self.resident(bases)? } else { None };
         if let Some(r) = r {
+            let driven = std::cell::Cell::new(false);
             let (sum, pieces, secs) = self
                 .in_pieces::<P>("msm", n, |off, len, out, m, c| {
                     // SAFETY: scalars[off..off + len] against resident bases [off..off + len].
                     unsafe {
-                        let plan = crate::MsmPlan::for_points(len);
-                        let driven = if self.use_driver(len) { P::windowed(r.handle, off, s, len, plan, out, m, c) } else { None };
-                        driven.unwrap_or_else(|| P::resident(r.handle, off, s.add(off), len, out, m, c))
+                        self.driver_piece::<P>(&r, off, s.cast(), true, len, out, m, c, &driven)
+                            .unwrap_or_else(|| P::resident(r.handle, off, s.add(off), len, out, m, c))
                     }
                 })
                 .map_err(dev_err)?;
-            let driven = self.use_driver(n.min(self.msm_piece)) && P::TAG == 1; // G1 alone has the driver
-            log(format!("msm {} ({n}{}{})", P::NAME, piece_note(pieces), driver_note(driven)), secs);
+            log(format!("msm {} ({n}{}{})", P::NAME, piece_note(pieces), driver_note(driven.get())), secs);
             return Ok(sum);
         }
         // Bases from host memory, in pieces as resident ones are (a section a device budget
@@ -999,7 +1024,7 @@ impl CudaBackend {
         let mut device_scalars_s = Vec::with_capacity(runs);
         let mut device_result = blstrs::G1Projective::identity();
         for i in 0..=runs {
-            let (sum, _, secs) = self.msm_device_scalars(&r, &d_s, n)?;
+            let (sum, _, secs, _) = self.msm_device_scalars(&r, &d_s, n)?;
             device_result = sum;
             if i > 0 {
                 device_scalars_s.push(secs);
@@ -1020,31 +1045,26 @@ impl CudaBackend {
     ) -> BackendResult<Vec<crate::WindowedMsmTimes>> {
         check_lengths(bases.len(), scalars.len())?;
         let n = bases.len();
-        let device = if n == 0 {
-            None
-        } else {
-            let r = self
-                .resident(bases)?
-                .ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
-            Some((r, self.upload_witness(scalars.as_ptr(), n).map_err(dev_err)?.0))
+        let times = |plan| crate::WindowedMsmTimes {
+            plan,
+            // SAFETY: a pure size computation on this device's properties.
+            device_bytes: unsafe { ffi::cuzk_g1_msm_windowed_bytes(self.dev, n, plan.window, plan.chunks) } as u64,
+            runs_s: Vec::with_capacity(runs),
+            phases_ms: Vec::with_capacity(runs),
+            result: blstrs::G1Projective::identity(),
         };
+        if n == 0 {
+            return Ok(plans.iter().map(|&plan| times(plan)).collect());
+        }
+        let r = self
+            .resident(bases)?
+            .ok_or_else(|| BackendError::Device(format!("{n} G1 bases do not fit in the device's resident budget")))?;
+        let (d_s, _) = self.upload_witness(scalars.as_ptr(), n).map_err(dev_err)?;
         let mut all = Vec::with_capacity(plans.len());
         for &plan in plans {
-            // SAFETY: a pure size computation on this device's properties.
-            let device_bytes = unsafe { ffi::cuzk_g1_msm_windowed_bytes(self.dev, n, plan.window, plan.chunks) } as u64;
-            let mut t = crate::WindowedMsmTimes {
-                plan,
-                device_bytes,
-                runs_s: Vec::with_capacity(runs),
-                phases_ms: Vec::with_capacity(runs),
-                result: blstrs::G1Projective::identity(),
-            };
-            let Some((r, d_s)) = &device else {
-                all.push(t);
-                continue;
-            };
+            let mut t = times(plan);
             for i in 0..=runs {
-                let (sum, phases, secs) = self.msm_windowed(r, d_s, n, plan)?;
+                let (sum, phases, secs) = self.msm_windowed(&r, &d_s, n, plan)?;
                 t.result = sum;
                 if i > 0 {
                     t.runs_s.push(secs);
@@ -1077,34 +1097,27 @@ impl CudaBackend {
     }
 
     /// `Σ d_s[i] · r[i]` over `count` scalars already in device memory and resident G1
-    /// bases, in pieces: the sum, the pieces and their device seconds.
-    fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64)> {
-        self.in_pieces::<G1Affine>("msm (device scalars)", count, |off, len, out, m, c| {
-            // SAFETY: d_s holds at least `count` scalars on this device; r holds `count` bases.
-            unsafe {
-                if self.use_driver(len) {
-                    let plan = crate::MsmPlan::for_points(len);
-                    ffi::cuzk_g1_msm_windowed(r.handle, off, d_s.1, 0, len, plan.window, 0, out, std::ptr::null_mut(), m, c)
-                } else {
-                    ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c)
+    /// bases, in pieces: the sum, the pieces, their device seconds and whether cuzk's driver
+    /// ran any of them.
+    fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64, bool)> {
+        let driven = std::cell::Cell::new(false);
+        let (sum, pieces, secs) = self
+            .in_pieces::<G1Affine>("msm (device scalars)", count, |off, len, out, m, c| {
+                // SAFETY: d_s holds at least `count` scalars on this device; r holds `count` bases.
+                unsafe {
+                    self.driver_piece::<G1Affine>(r, off, d_s.1, false, len, out, m, c, &driven)
+                        .unwrap_or_else(|| ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c))
                 }
-            }
-        })
-        .map_err(dev_err)
+            })
+            .map_err(dev_err)?;
+        Ok((sum, pieces, secs, driven.get()))
     }
 
     /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
-        let (sum, pieces, secs) = self.msm_device_scalars(r, &d_h, count)?;
+        let (sum, pieces, secs, driven) = self.msm_device_scalars(r, &d_h, count)?;
         drop(d_h);
-        log(
-            format!(
-                "msm G1 h from device-resident scalars ({count}{}{})",
-                piece_note(pieces),
-                driver_note(self.use_driver(count.min(self.msm_piece)))
-            ),
-            secs,
-        );
+        log(format!("msm G1 h from device-resident scalars ({count}{}{})", piece_note(pieces), driver_note(driven)), secs);
         Ok(sum)
     }
 }
