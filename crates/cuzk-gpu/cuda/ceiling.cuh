@@ -34,6 +34,22 @@ __launch_bounds__(CUZK_CEIL_THREADS) __global__ void CUZK_FN(ceil_fp_mul)(const 
     out[t] = (a * b) * (c * d);
 }
 
+// The same for Fr (8 limbs; the NTT's butterfly multiplication), from small distinct values.
+__launch_bounds__(CUZK_CEIL_THREADS) __global__ void CUZK_FN(ceil_fr_mul)(uint32_t iters, fr_t *out)
+{
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    const fr_t one = fr_t::one();
+    fr_t a = one, b = one + one, c = b + one, d = c + one, m = d + one;
+    for (uint32_t j = 0; j < t % 8; j++) m = m + one;
+    for (uint32_t i = 0; i < iters; i++) {
+        a = a * m;
+        b = b * m;
+        c = c * m;
+        d = d * m;
+    }
+    out[t] = (a * b) * (c * d);
+}
+
 // Each thread's m XYZZ buckets, each adding `rounds` affine points to its start point (one
 // bucket chain at a time, as sppark's accumulate runs); the thread's buckets summed into out.
 __launch_bounds__(CUZK_CEIL_THREADS) __global__ void CUZK_FN(ceil_xyzz)(const affine_t::mem_t *pts, uint32_t n, uint32_t m,
@@ -123,13 +139,13 @@ template<typename F> static float CUZK_FN(ceil_time)(const gpu_t &gpu, F launch)
     return ms;
 }
 
-// Runs the three ceilings over n host points uploaded here: `fp_mul_per_s` receives Fp
-// multiplications per second; for each batch size ms[i], xyzz_per_s[i] and affine_per_s[i]
+// Runs the ceilings over n host points uploaded here: `fp_mul_per_s` and `fr_mul_per_s`
+// receive Fp and Fr multiplications per second; for each batch size ms[i], xyzz_per_s[i] and affine_per_s[i]
 // the additions per second of each way and xyzz_sum[i], affine_sum[i] the sums both ways
 // computed (equal when the affine formulas are right; the caller compares them). Each kernel
 // runs once untimed first.
 extern "C" int CUZK_FN(ceilings)(int dev, const affine_t *host_points, size_t n, uint32_t rounds, const uint32_t *ms, size_t nms,
-                                 double *fp_mul_per_s, double *xyzz_per_s, double *affine_per_s, point_t *xyzz_sum, point_t *affine_sum,
+                                 double *fp_mul_per_s, double *fr_mul_per_s, double *xyzz_per_s, double *affine_per_s, point_t *xyzz_sum, point_t *affine_sum,
                                  CUZK_ERR_ARGS)
 {
     CUZK_TRY
@@ -148,6 +164,10 @@ extern "C" int CUZK_FN(ceilings)(int dev, const affine_t *host_points, size_t n,
         auto run = [&] { CUZK_FN(ceil_fp_mul)<<<blocks, CUZK_CEIL_THREADS, 0, st>>>(cpts, (uint32_t)n, iters, &d_f[0]); };
         CUZK_FN(ceil_time)(gpu, run);
         *fp_mul_per_s = 4.0 * threads * iters / (CUZK_FN(ceil_time)(gpu, run) / 1e3);
+        dev_ptr_t<fr_t> d_r{threads};
+        auto run_fr = [&] { CUZK_FN(ceil_fr_mul)<<<blocks, CUZK_CEIL_THREADS, 0, st>>>(iters, &d_r[0]); };
+        CUZK_FN(ceil_time)(gpu, run_fr);
+        *fr_mul_per_s = 4.0 * threads * iters / (CUZK_FN(ceil_time)(gpu, run_fr) / 1e3);
     }
     for (size_t i = 0; i < nms; i++) {
         const uint32_t m = std::max<uint32_t>(1, ms[i]);

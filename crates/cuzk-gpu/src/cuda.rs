@@ -165,7 +165,7 @@ fn dev_err(e: GpuError) -> BackendError {
 /// The G1 MSM's arithmetic ceilings on `device` (see [`crate::msm_ceilings`]).
 pub(crate) fn msm_ceilings(device: usize, points: &[G1Affine], rounds: u32, batches: &[u32]) -> Result<crate::MsmCeilings, GpuError> {
     let k = batches.len();
-    let (mut fp, mut xyzz, mut affine) = (0f64, vec![0f64; k], vec![0f64; k]);
+    let (mut fp, mut fr, mut xyzz, mut affine) = (0f64, 0f64, vec![0f64; k], vec![0f64; k]);
     let (mut xyzz_sum, mut affine_sum) = (vec![blst::blst_p1::default(); k], vec![blst::blst_p1::default(); k]);
     call("arithmetic ceilings", |m, c| {
         // SAFETY: every output has room for `k` values; the points are blst affine points.
@@ -178,6 +178,7 @@ pub(crate) fn msm_ceilings(device: usize, points: &[G1Affine], rounds: u32, batc
                 batches.as_ptr(),
                 k,
                 &mut fp,
+                &mut fr,
                 xyzz.as_mut_ptr(),
                 affine.as_mut_ptr(),
                 xyzz_sum.as_mut_ptr(),
@@ -195,7 +196,7 @@ pub(crate) fn msm_ceilings(device: usize, points: &[G1Affine], rounds: u32, batc
             sums_agree: G1Affine::from_raw(xyzz_sum[i]) == G1Affine::from_raw(affine_sum[i]),
         })
         .collect();
-    Ok(crate::MsmCeilings { fp_mul_per_s: fp, batches })
+    Ok(crate::MsmCeilings { fp_mul_per_s: fp, fr_mul_per_s: fr, batches })
 }
 
 pub(crate) fn devices() -> Result<Vec<DeviceInfo>, GpuError> {

@@ -179,8 +179,8 @@ extern "C" {
         cap: usize,
     ) -> i32;
     pub fn cuzk_g1_msm_windowed_bytes(dev: i32, n: usize, wbits: u32, nchunks: u32) -> usize;
-    /// The arithmetic ceilings (cuda/ceiling.cuh) over `n` host points: Fp multiplications per
-    /// second, and for each of `nms` batch sizes XYZZ and batched-affine additions per second
+    /// The arithmetic ceilings (cuda/ceiling.cuh) over `n` host points: Fp and Fr
+    /// multiplications per second, and for each of `nms` batch sizes XYZZ and batched-affine additions per second
     /// and the sum each way computed.
     pub fn cuzk_g1_ceilings(
         dev: i32,
@@ -190,6 +190,7 @@ extern "C" {
         ms: *const u32,
         nms: usize,
         fp_mul_per_s: *mut f64,
+        fr_mul_per_s: *mut f64,
         xyzz_per_s: *mut f64,
         affine_per_s: *mut f64,
         xyzz_sum: *mut blst::blst_p1,

@@ -338,6 +338,8 @@ pub const MSM_PHASES: [&str; 4] = ["digits", "accumulate", "segment sums", "host
 pub struct MsmCeilings {
     /// Fp multiplications per second (four independent chains per thread, every SM busy).
     pub fp_mul_per_s: f64,
+    /// Fr multiplications per second, the same way (the NTT butterfly's arithmetic).
+    pub fr_mul_per_s: f64,
     /// Per batch size, XYZZ against batched affine additions.
     pub batches: Vec<CeilingBatch>,
 }

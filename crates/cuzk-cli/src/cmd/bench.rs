@@ -89,8 +89,8 @@ pub enum BenchCmd {
     /// parts are CUDA-event times with the inputs on the device, and the round trip adds the
     /// host copies. Every implementation's H must be the same; exits 1 otherwise.
     Ntt(KernelArgs),
-    /// The G1 MSM's arithmetic ceilings on a CUDA device (issue 24): Fp multiplications per
-    /// second, and for each --batch the XYZZ mixed additions (sppark's bucket step) against
+    /// The G1 MSM's arithmetic ceilings on a CUDA device (issue 24): Fp and Fr multiplications
+    /// per second (the MSM's and the NTT's arithmetic), and for each --batch the XYZZ mixed additions (sppark's bucket step) against
     /// affine additions that share one inversion per batch (Montgomery's trick), each thread
     /// adding --rounds points to each of its accumulators. Both ways must give the same sum;
     /// exits 1 otherwise. Needs a CUDA build and a device.
@@ -1001,6 +1001,7 @@ fn msm_ceiling(a: CeilingArgs) -> Result<ExitCode> {
     let points: Vec<cuzk_core::G1Affine> = cuzk_core::backend::points::random_points(1 << a.log_points, 13);
     let r = cuzk_gpu::msm_ceilings(a.device, &points, a.rounds, &a.batch)?;
     println!("Fp multiplications: {:.3e} /s", r.fp_mul_per_s);
+    println!("Fr multiplications: {:.3e} /s", r.fr_mul_per_s);
     println!("{:>6} {:>14} {:>14} {:>8} {:>6}", "batch", "xyzz adds/s", "affine adds/s", "ratio", "agree");
     for b in &r.batches {
         let ratio = b.affine_adds_per_s / b.xyzz_adds_per_s;
