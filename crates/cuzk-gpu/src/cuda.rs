@@ -466,6 +466,16 @@ impl Drop for Staging {
 
 /// Copies `src` into `dst` on all cores (a fresh pinned buffer is no slower to fill than to
 /// read, and one thread would not keep up with the DMA).
+/// Fills `dst` with the scalars of the witness (inputs, then aux) from position `start`.
+fn fill_witness_piece(dst: &mut [Scalar], start: usize, inputs: &[Scalar], aux: &[Scalar]) {
+    let in_start = start.min(inputs.len());
+    let from_inputs = (inputs.len() - in_start).min(dst.len());
+    let (di, da) = dst.split_at_mut(from_inputs);
+    di.copy_from_slice(&inputs[in_start..in_start + from_inputs]);
+    let aux_start = (start + from_inputs).saturating_sub(inputs.len()); // 0 when the piece ends inside the inputs
+    par_copy(da, &aux[aux_start..aux_start + da.len()]);
+}
+
 fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
     use rayon::prelude::*;
     const B: usize = 1 << 15;
@@ -982,18 +992,78 @@ impl CudaBackend {
     /// piece, not the whole copy); with the device seconds of the allocation and the pieces.
     fn upload_witness(&self, w: *const Scalar, width: usize) -> Result<(DeviceBuf, f64), GpuError> {
         let bytes = width * std::mem::size_of::<Scalar>();
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        // SAFETY: p receives a device allocation of `bytes`, owned by the DeviceBuf below.
-        let mut secs = self.device_call("witness buffer", |m, c| unsafe { ffi::cuzk_device_alloc(self.dev, bytes, &mut p, m, c) })?;
-        let buf = DeviceBuf(self.dev, p);
+        let (buf, mut secs) = self.witness_buffer(bytes)?;
         for off in (0..bytes).step_by(self.witness_piece) {
             let len = self.witness_piece.min(bytes - off);
-            secs += self.device_call("upload witness", |m, c| unsafe {
-                // SAFETY: both ranges lie inside their `bytes`-long buffers (off + len ≤ bytes).
-                ffi::cuzk_copy_to_device(self.dev, buf.1.cast::<u8>().add(off).cast(), w.cast::<u8>().add(off).cast(), len, m, c)
-            })?;
+            // SAFETY: `w` holds `width` scalars, so off + len ≤ bytes lies inside it.
+            secs += self.upload_witness_piece(&buf, off, unsafe { w.cast::<u8>().add(off) }, len)?;
         }
         Ok((buf, secs))
+    }
+
+    /// A device allocation of `bytes` for a witness, with the device seconds it took.
+    fn witness_buffer(&self, bytes: usize) -> Result<(DeviceBuf, f64), GpuError> {
+        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: p receives a device allocation of `bytes`, owned by the DeviceBuf returned.
+        let secs = self.device_call("witness buffer", |m, c| unsafe { ffi::cuzk_device_alloc(self.dev, bytes, &mut p, m, c) })?;
+        Ok((DeviceBuf(self.dev, p), secs))
+    }
+
+    /// `len` bytes from host `src` to byte `off` of the device witness buffer, one device call.
+    /// The caller guarantees that `src` holds `len` bytes and that off + len fits the buffer.
+    fn upload_witness_piece(&self, buf: &DeviceBuf, off: usize, src: *const u8, len: usize) -> Result<f64, GpuError> {
+        self.device_call("upload witness", |m, c| unsafe {
+            // SAFETY: the caller's guarantee above.
+            ffi::cuzk_copy_to_device(self.dev, buf.1.cast::<u8>().add(off).cast(), src.cast(), len, m, c)
+        })
+    }
+
+    /// The witness (inputs, then aux) on the device, staged through a pinned buffer from the
+    /// pool one piece at a time: a helper thread copies piece k + 1 into pinned memory while
+    /// piece k uploads, so the prover waits for about the host copy alone instead of the copy
+    /// and then the upload. Without pinned memory the concatenation uploads from pageable
+    /// memory. Returns the buffer, the host copy's seconds and the device calls' seconds.
+    fn upload_witness_staged(&self, inputs: &[Scalar], aux: &[Scalar]) -> Result<(DeviceBuf, f64, f64), GpuError> {
+        let width = inputs.len() + aux.len();
+        let Some(mut staging) = self.take_staging(width) else {
+            let t = Instant::now();
+            let w = [inputs, aux].concat();
+            let copy_s = t.elapsed().as_secs_f64();
+            let (buf, secs) = self.upload_witness(w.as_ptr(), width)?;
+            return Ok((buf, copy_s, secs));
+        };
+        let piece = (self.witness_piece / std::mem::size_of::<Scalar>()).max(1);
+        let result = self.witness_buffer(width * std::mem::size_of::<Scalar>()).and_then(|(buf, alloc_s)| {
+            let pieces: Vec<&mut [Scalar]> = staging.scalars(width).chunks_mut(piece).collect();
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, &[Scalar])>(pieces.len());
+            let (copy_s, upload) = std::thread::scope(|scope| {
+                let copier = scope.spawn(move || {
+                    let t = Instant::now();
+                    for (k, dst) in pieces.into_iter().enumerate() {
+                        fill_witness_piece(dst, k * piece, inputs, aux);
+                        if tx.send((k * piece, dst)).is_err() {
+                            break; // an upload failed; the uploader stopped listening
+                        }
+                    }
+                    t.elapsed().as_secs_f64()
+                });
+                let rx = rx; // owned here, so an early return drops it and stops the copier
+                let mut secs = alloc_s;
+                for (at, src) in rx.iter() {
+                    let off = at * std::mem::size_of::<Scalar>();
+                    match self.upload_witness_piece(&buf, off, src.as_ptr().cast(), std::mem::size_of_val(src)) {
+                        Ok(s) => secs += s,
+                        Err(e) => return (0.0, Err(e)),
+                    }
+                }
+                // A panicked copier sent only some pieces: its panic goes on up, never a
+                // partly uploaded witness.
+                (copier.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), Ok(secs))
+            });
+            upload.map(|secs| (buf, copy_s, secs))
+        });
+        self.give_back(Some(staging));
+        result
     }
 
     fn give_back(&self, s: Option<Staging>) {
@@ -1307,13 +1377,8 @@ impl Backend for CudaBackend {
             return Ok((h, mv, q));
         };
         let pce = self.resident_pce(m)?;
-        let t = Instant::now();
-        let (staged, pageable) = self.stage_witness(inputs, aux);
-        let w = staged.as_ref().map_or(pageable.as_ptr(), |s| s.ptr as *const Scalar);
-        let stage_s = t.elapsed().as_secs_f64();
         let zinv = zinv(n)?;
-        let width = inputs.len() + aux.len();
-        let (d_w, upload_s) = self.upload_witness(w, width).map_err(dev_err)?;
+        let (d_w, stage_s, upload_s) = self.upload_witness_staged(inputs, aux).map_err(dev_err)?;
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
@@ -1333,9 +1398,7 @@ impl Backend for CudaBackend {
             .map_err(dev_err)?;
         }
         drop(d_w);
-        self.give_back(staged);
-        drop(pageable);
-        log("mat-vec: stage witness into pinned memory (host copy)", stage_s);
+        log("mat-vec: stage witness into pinned memory (host copy, beside the upload)", stage_s);
         log(format!("mat-vec: upload witness in pieces of {} KiB (separate calls)", self.witness_piece >> 10), upload_s);
         for (stage, v) in ffi::MATVEC_QUOTIENT_STAGES.iter().zip(ms) {
             log(*stage, v / 1e3);
@@ -1358,6 +1421,23 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+
+    /// Every piece of the staged upload holds exactly its range of inputs-then-aux, for pieces
+    /// inside the inputs, across their end, and inside the aux, with a short last piece.
+    #[test]
+    fn witness_pieces_cover_the_inputs_then_the_aux() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for (ni, na, piece) in [(7usize, 40usize, 16usize), (20, 13, 8), (1, 0, 4), (3, 30, 1), (5, 5, 100)] {
+            let inputs: Vec<Scalar> = (0..ni).map(|_| Scalar::random(&mut rng)).collect();
+            let aux: Vec<Scalar> = (0..na).map(|_| Scalar::random(&mut rng)).collect();
+            let want = [inputs.as_slice(), aux.as_slice()].concat();
+            let mut got = vec![Scalar::ZERO; ni + na];
+            for (k, dst) in got.chunks_mut(piece).enumerate() {
+                fill_witness_piece(dst, k * piece, &inputs, &aux);
+            }
+            assert!(got == want, "{ni} inputs, {na} aux, pieces of {piece}");
+        }
+    }
 
     /// The backend on device 0 with `budget`, or `None` after saying in the test output that
     /// `test` was SKIPPED and why (no device, or no CUDA build).
