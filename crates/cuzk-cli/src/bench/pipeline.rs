@@ -172,7 +172,13 @@ struct Report {
     leak_ok: bool,
     seconds: f64,
     s_per_proof: f64,
+    /// The gap between the first and the last measured completion per proof. With j > 1 and
+    /// few proofs it reads low (consecutive sectors' partitions interleave, so the first
+    /// measured sector completes late); it is not a throughput.
     steady_s_per_proof: Option<f64>,
+    /// The prove stage's seconds per measured proof spread over the prover lanes: what a
+    /// proof costs while the provers are the bottleneck (busy ~100 %), a lower bound otherwise.
+    prover_bound_s_per_proof: Option<f64>,
     /// Per device, the fraction of the steady-state window with at least one prover stage
     /// running (host work of the prover included).
     device_busy: Vec<(String, f64)>,
@@ -400,6 +406,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         seconds,
         s_per_proof: seconds / a.num_proofs as f64,
         steady_s_per_proof: steady,
+        prover_bound_s_per_proof: prover_bound_s_per_proof(&stages, a.num_proofs, devices.len() * a.provers_per_device.max(1)),
         device_busy,
         device_held_fraction,
         device_held_s,
@@ -436,6 +443,13 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     Ok(if report.memory_model_ok && report.leak_ok && proofs_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// The prove stage's total over `proofs` proofs and `lanes` prover lanes (see
+/// [`Report::prover_bound_s_per_proof`]); `None` without proofs, lanes or a prove stage.
+fn prover_bound_s_per_proof(stages: &[cuzk_pipeline::trace::StageSummary], proofs: usize, lanes: usize) -> Option<f64> {
+    let prove = stages.iter().find(|s| s.stage == "prove")?;
+    (proofs > 0 && lanes > 0).then(|| prove.total_s / (proofs * lanes) as f64)
+}
+
 fn print_report(r: &Report) {
     if let Some(o) = &r.old {
         println!(
@@ -457,8 +471,13 @@ fn print_report(r: &Report) {
         r.s_per_proof,
         r.seconds,
         r.num_proofs,
-        r.steady_s_per_proof.map(|s| format!(", steady state {s:.3} s/proof")).unwrap_or_default()
+        r.steady_s_per_proof
+            .map(|s| format!(", completions every {s:.3} s (not a throughput while sectors interleave)"))
+            .unwrap_or_default()
     );
+    if let Some(s) = r.prover_bound_s_per_proof {
+        println!("  prover-bound {s:.3} s/proof (the prove stage's time per proof over its lanes)");
+    }
     for (d, f) in &r.device_busy {
         println!("  {d} prover stage busy {:.1} % of its steady-state window", f * 100.0);
     }
@@ -529,4 +548,22 @@ fn print_report(r: &Report) {
         );
     }
     println!("all proofs verified with verify_seal: {}", r.all_verified);
+}
+
+#[cfg(test)]
+mod tests {
+    use cuzk_pipeline::trace::StageSummary;
+
+    fn stage(stage: &'static str, count: usize, total_s: f64) -> StageSummary {
+        StageSummary { stage, count, total_s, mean_s: total_s / count as f64, max_s: total_s / count as f64 }
+    }
+
+    #[test]
+    fn the_prover_bound_spreads_the_prove_stage_over_proofs_and_lanes() {
+        let stages = [stage("witness", 30, 24.9), stage("prove", 30, 67.5)];
+        assert_eq!(super::prover_bound_s_per_proof(&stages, 3, 1), Some(22.5));
+        assert_eq!(super::prover_bound_s_per_proof(&stages, 3, 2), Some(11.25));
+        assert_eq!(super::prover_bound_s_per_proof(&stages, 0, 1), None);
+        assert_eq!(super::prover_bound_s_per_proof(&stages[..1], 3, 1), None, "no prove stage, no bound");
+    }
 }
