@@ -290,6 +290,37 @@ fn clocked<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
     Ok((f()?, t.elapsed()))
 }
 
+/// A one-way gate: [`Gate::wait`] blocks until [`Gate::open`] has been called (once or more).
+#[derive(Default)]
+struct Gate {
+    opened: std::sync::Mutex<bool>,
+    turn: std::sync::Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.turn.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        while !*opened {
+            opened = self.turn.wait(opened).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Opens its gate when dropped: at the end of the H step however it ends (return, error,
+/// panic), so the side MSMs never wait for a signal that will not come.
+struct OpenOnDrop<'a>(&'a Gate);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
 /// Starts `f` on a named thread of the scope, at the calling thread's priority (its device
 /// calls then wait on the device lock as the job's own do) and under its route (its parallel
 /// host work goes where the job's own does: an urgent job's to the reserved pool).
@@ -339,14 +370,17 @@ pub fn prove(
     let wall = Instant::now();
     let (inputs, aux, evals) = (w.inputs, w.aux, w.evals);
     // The H step: (H MSM, mat-vec time, quotient time, H MSM time).
-    let h_step = move || -> Result<(G1Projective, Duration, Duration, Duration)> {
+    // `witness_sent` is called once the witness has left the host (see
+    // Backend::matvec_quotient_msm_h_signalling).
+    let h_step = move |witness_sent: &dyn Fn()| -> Result<(G1Projective, Duration, Duration, Duration)> {
         let start = Instant::now();
         let (h, mv, q) = match evals {
             Evals::Host { a, b, c } => {
+                witness_sent();
                 let (h, q) = backend.quotient_msm_h(a, b, c, params.h).map_err(backend_err)?;
                 (h, Duration::ZERO, q)
             }
-            Evals::Matrices(m) => backend.matvec_quotient_msm_h(&m, inputs, aux, params.h).map_err(backend_err)?,
+            Evals::Matrices(m) => backend.matvec_quotient_msm_h_signalling(&m, inputs, aux, params.h, witness_sent).map_err(backend_err)?,
         };
         Ok((h, mv, q, start.elapsed().saturating_sub(q + mv)))
     };
@@ -381,19 +415,35 @@ pub fn prove(
     };
     let (h_res, l, a, b) = if backend.overlap_h() {
         // Four threads: the H step, L, A and the two B MSMs. Their host work (selection,
-        // ones/general split, gathers) runs while the device computes the H MSM, and their
-        // device calls queue on the backend's device lock, at the job's priority (inherited
-        // by each thread). Plain threads, not rayon tasks, since they block on that lock; their
-        // parallel host work follows the caller's route (crate::reserved_pool).
+        // ones/general split, gathers) runs while the device computes the quotient and the H
+        // MSM — from the moment the H step's witness has left the host, so that it does not
+        // compete with the witness copy for memory bandwidth — and their device calls queue on
+        // the backend's device lock, at the job's priority (inherited by each thread). Plain
+        // threads, not rayon tasks, since they block on that lock; their parallel host work
+        // follows the caller's route (crate::reserved_pool).
+        let gate = Gate::default();
         std::thread::scope(|sc| {
-            let h = spawn_named(sc, "h-step", h_step);
-            let l = spawn_named(sc, "msm-l", || clocked(l_msm));
-            let a = spawn_named(sc, "msm-a", || clocked(a_msm));
+            let h = spawn_named(sc, "h-step", || {
+                let _open = OpenOnDrop(&gate); // whatever happens in the H step
+                h_step(&|| gate.open())
+            });
+            if h.is_err() {
+                gate.open(); // no H step to open it
+            }
+            let l = spawn_named(sc, "msm-l", || {
+                gate.wait();
+                clocked(l_msm)
+            });
+            let a = spawn_named(sc, "msm-a", || {
+                gate.wait();
+                clocked(a_msm)
+            });
+            gate.wait();
             let b = b_msms();
             (finish(h), finish(l), finish(a), b)
         })
     } else {
-        (h_step(), clocked(l_msm), clocked(a_msm), b_msms())
+        (h_step(&|| {}), clocked(l_msm), clocked(a_msm), b_msms())
     };
     let (h_acc, mv, q, hm) = h_res?;
     let ((l_acc, l_t), (a_acc, a_t), ((b1_acc, b1_t), (b2_acc, b2_t))) = (l?, a?, b?);

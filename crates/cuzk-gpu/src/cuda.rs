@@ -1352,14 +1352,27 @@ impl Backend for CudaBackend {
         Ok((h, q))
     }
 
-    /// Only the witness travels: a, b, c are made in device memory from the resident
-    /// matrices and go straight into the quotient, whose H stays for the H MSM.
     fn matvec_quotient_msm_h(
         &self,
         m: &Matrices,
         inputs: &[Scalar],
         aux: &[Scalar],
         h_bases: &[G1Affine],
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
+        self.matvec_quotient_msm_h_signalling(m, inputs, aux, h_bases, &|| {})
+    }
+
+    /// Only the witness travels: a, b, c are made in device memory from the resident
+    /// matrices and go straight into the quotient, whose H stays for the H MSM.
+    /// `witness_sent` is called once the witness is on the device (at the start on the small
+    /// sizes that take the host path).
+    fn matvec_quotient_msm_h_signalling(
+        &self,
+        m: &Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+        witness_sent: &dyn Fn(),
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
         m.check_witness(inputs, aux)?;
         let n = domain_size(m.rows())?;
@@ -1370,6 +1383,7 @@ impl Backend for CudaBackend {
             self.resident(h_bases)?
         };
         let Some(r) = r else {
+            witness_sent();
             let t = Instant::now();
             let e = self.mat_vec(m, inputs, aux)?;
             let mv = t.elapsed();
@@ -1379,6 +1393,7 @@ impl Backend for CudaBackend {
         let pce = self.resident_pce(m)?;
         let zinv = zinv(n)?;
         let (d_w, stage_s, upload_s) = self.upload_witness_staged(inputs, aux).map_err(dev_err)?;
+        witness_sent();
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {

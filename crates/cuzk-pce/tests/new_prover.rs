@@ -127,3 +127,81 @@ fn the_backends_own_mat_vec_gives_bellpersons_proof_too() {
         }
     }
 }
+
+/// A CPU backend, overlapped like the CUDA one, whose witness "upload" (the start of the fused
+/// mat-vec + quotient + H MSM) takes 150 ms before it reports the witness sent, or fails there
+/// without reporting it. Every call of the side MSMs (L, A, B) passes through `inner`, which
+/// notes the first one.
+struct SlowUpload {
+    cpu: CpuBackend,
+    fail: bool,
+    sent: std::sync::Mutex<Option<std::time::Instant>>,
+    first_side_call: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl SlowUpload {
+    fn new(fail: bool) -> Self {
+        SlowUpload { cpu: CpuBackend::new(), fail, sent: Default::default(), first_side_call: Default::default() }
+    }
+
+    fn inner(&self) -> &CpuBackend {
+        self.first_side_call.lock().unwrap().get_or_insert_with(std::time::Instant::now);
+        &self.cpu
+    }
+}
+
+cuzk_core::backend_pass_through!(SlowUpload, inner);
+
+impl cuzk_core::backend::Backend for SlowUpload {
+    fn name(&self) -> &str {
+        "slow-upload"
+    }
+
+    fn overlap_h(&self) -> bool {
+        true
+    }
+
+    fn matvec_quotient_msm_h_signalling(
+        &self,
+        m: &cuzk_core::backend::Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[blstrs::G1Affine],
+        witness_sent: &dyn Fn(),
+    ) -> cuzk_core::backend::BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        if self.fail {
+            return Err(cuzk_core::backend::BackendError::Device("the witness upload failed (test)".into()));
+        }
+        *self.sent.lock().unwrap() = Some(std::time::Instant::now());
+        witness_sent();
+        self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+    }
+}
+
+#[test]
+fn the_side_msms_start_once_the_witness_is_sent_and_never_wait_for_a_failed_h_step() {
+    use cuzk_pce::prove::{prove_witness, MatVecPlace};
+    let circuit = RandomCircuit::new(31, 500, 700);
+    let params = params_for(circuit.clone(), 310);
+    let pce = extract(circuit.clone()).unwrap();
+    let w = cuzk_witness::witness(circuit.clone(), pce.num_inputs, pce.num_aux).unwrap();
+    let (r, s) = (Scalar::from(5u64), Scalar::from(7u64));
+    let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
+    let tracer = StageTracer::new();
+
+    let slow = SlowUpload::new(false);
+    let mut t = Timings::default();
+    let got = prove_witness(&slow, &pce, &params, &w, r, s, MsmMode::Split, MatVecPlace::Backend, &tracer, &mut t).unwrap();
+    assert_eq!(bytes(&got), bytes(&want), "the gated schedule changes no byte of the proof");
+    let sent = slow.sent.lock().unwrap().expect("the H step reported the witness sent");
+    let first = slow.first_side_call.lock().unwrap().expect("the side MSMs ran");
+    assert!(first >= sent, "a side MSM started {:?} before the witness was sent", sent - first);
+
+    // The H step fails before it reports: its end opens the gate, the side MSMs run, and the
+    // proof fails with the H step's error instead of hanging.
+    let failing = SlowUpload::new(true);
+    let err = prove_witness(&failing, &pce, &params, &w, r, s, MsmMode::Split, MatVecPlace::Backend, &tracer, &mut t).unwrap_err();
+    assert!(err.to_string().contains("the witness upload failed"), "{err}");
+    assert!(failing.first_side_call.lock().unwrap().is_some(), "the side MSMs were let through when the H step ended");
+}

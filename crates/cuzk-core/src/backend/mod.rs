@@ -315,6 +315,22 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
         let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
         Ok((h, mv, q))
     }
+
+    /// [`Backend::matvec_quotient_msm_h`], calling `witness_sent` once the witness no longer
+    /// needs the host (a device backend: after its upload), so that the prover starts its
+    /// memory-heavy side work (the L, A, B selections and splits) then instead of competing
+    /// with the witness copy. Called at most once; this default calls it first.
+    fn matvec_quotient_msm_h_signalling(
+        &self,
+        m: &Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+        witness_sent: &dyn Fn(),
+    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
+        witness_sent();
+        self.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+    }
 }
 
 /// The two-step quotient + H MSM (H through host memory), with the quotient's time: the
