@@ -464,8 +464,6 @@ impl Drop for Staging {
     }
 }
 
-/// Copies `src` into `dst` on all cores (a fresh pinned buffer is no slower to fill than to
-/// read, and one thread would not keep up with the DMA).
 /// Fills `dst` with the scalars of the witness (inputs, then aux) from position `start`.
 fn fill_witness_piece(dst: &mut [Scalar], start: usize, inputs: &[Scalar], aux: &[Scalar]) {
     let in_start = start.min(inputs.len());
@@ -476,6 +474,8 @@ fn fill_witness_piece(dst: &mut [Scalar], start: usize, inputs: &[Scalar], aux: 
     par_copy(da, &aux[aux_start..aux_start + da.len()]);
 }
 
+/// Copies `src` into `dst` on all cores (a fresh pinned buffer is no slower to fill than to
+/// read, and one thread would not keep up with the DMA).
 fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
     use rayon::prelude::*;
     const B: usize = 1 << 15;
@@ -1037,7 +1037,8 @@ impl CudaBackend {
             let pieces: Vec<&mut [Scalar]> = staging.scalars(width).chunks_mut(piece).collect();
             let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, &[Scalar])>(pieces.len());
             let (copy_s, upload) = std::thread::scope(|scope| {
-                let copier = scope.spawn(move || {
+                // Under the caller's route: an urgent job's copy runs on its reserved pool.
+                let copier = scope.spawn(cuzk_core::reserved_pool::inherit(move || {
                     let t = Instant::now();
                     for (k, dst) in pieces.into_iter().enumerate() {
                         fill_witness_piece(dst, k * piece, inputs, aux);
@@ -1046,7 +1047,7 @@ impl CudaBackend {
                         }
                     }
                     t.elapsed().as_secs_f64()
-                });
+                }));
                 let rx = rx; // owned here, so an early return drops it and stops the copier
                 let mut secs = alloc_s;
                 for (at, src) in rx.iter() {
