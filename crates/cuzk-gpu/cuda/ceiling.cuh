@@ -18,36 +18,36 @@ struct ceil_affine_mem_t {
 __device__ __forceinline__ static uint32_t ceil_start(uint32_t acc, uint32_t n) { return uint32_t((uint64_t(acc) * 7919u) % n); }
 __device__ __forceinline__ static uint32_t ceil_index(uint32_t start, uint32_t r, uint32_t n) { return (start + 1 + r) % n; }
 
-// Four independent chains of `iters` multiplications per thread; the product is written so
-// the work is kept.
+// Four independent chains of `iters` multiplications by m; their product is returned so the
+// work is kept.
+template<typename F> __device__ __forceinline__ static F ceil_mul_chains(F a, F b, F c, F d, const F &m, uint32_t iters)
+{
+    for (uint32_t i = 0; i < iters; i++) {
+        a = a * m;
+        b = b * m;
+        c = c * m;
+        d = d * m;
+    }
+    return (a * b) * (c * d);
+}
+
+// Fp (12 limbs), from the points' coordinates.
 __launch_bounds__(CUZK_CEIL_THREADS) __global__ void CUZK_FN(ceil_fp_mul)(const ceil_affine_mem_t *pts, uint32_t n, uint32_t iters,
                                                                           fp_t::mem_t *out)
 {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     fp_t a = pts[t % n].x, b = pts[t % n].y, c = pts[(t + 1) % n].x, d = pts[(t + 1) % n].y, m = pts[(t + 2) % n].x;
-    for (uint32_t i = 0; i < iters; i++) {
-        a = a * m;
-        b = b * m;
-        c = c * m;
-        d = d * m;
-    }
-    out[t] = (a * b) * (c * d);
+    out[t] = ceil_mul_chains(a, b, c, d, m, iters);
 }
 
-// The same for Fr (8 limbs; the NTT's butterfly multiplication), from small distinct values.
+// Fr (8 limbs; the NTT's butterfly multiplication), from small distinct values.
 __launch_bounds__(CUZK_CEIL_THREADS) __global__ void CUZK_FN(ceil_fr_mul)(uint32_t iters, fr_t *out)
 {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     const fr_t one = fr_t::one();
-    fr_t a = one, b = one + one, c = b + one, d = c + one, m = d + one;
+    fr_t b = one + one, c = b + one, d = c + one, m = d + one;
     for (uint32_t j = 0; j < t % 8; j++) m = m + one;
-    for (uint32_t i = 0; i < iters; i++) {
-        a = a * m;
-        b = b * m;
-        c = c * m;
-        d = d * m;
-    }
-    out[t] = (a * b) * (c * d);
+    out[t] = ceil_mul_chains(one, b, c, d, m, iters);
 }
 
 // Each thread's m XYZZ buckets, each adding `rounds` affine points to its start point (one
