@@ -403,18 +403,30 @@ pub fn prove(
         Ok(Msm::<G2Affine>::msm(backend, &params.b_g2[..bi], b_in).map_err(backend_err)?
             + msm::<G2Affine>(backend, &params.b_g2[bi..], b_aux, mode)?)
     };
-    let b_msms = || -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
+    // The two B MSMs over one selection: one after the other, or (`beside`) B in G2 on a
+    // thread of its own, so that its host split runs while B in G1 waits for the device
+    // instead of after it (on the GPU, B in G2's split and gather were a gap at the proof's
+    // end, the device idle behind them).
+    let b_msms = |beside: bool| -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
         let t = Instant::now();
         let (b_in, b_aux) = b_parts();
         let both = (|| -> Result<_> {
-            let b1 = (b1_msm(&b_in, &b_aux)?, t.elapsed());
-            Ok((b1, clocked(|| b2_msm(&b_in, &b_aux))?))
+            if beside {
+                let (b1, b2) = std::thread::scope(|sc| {
+                    let b2 = spawn_named(sc, "msm-b2", || clocked(|| b2_msm(&b_in, &b_aux)));
+                    (b1_msm(&b_in, &b_aux).map(|v| (v, t.elapsed())), finish(b2))
+                });
+                Ok((b1?, b2?))
+            } else {
+                let b1 = (b1_msm(&b_in, &b_aux)?, t.elapsed());
+                Ok((b1, clocked(|| b2_msm(&b_in, &b_aux))?))
+            }
         })();
         scalar_pool().give(b_aux);
         both
     };
     let (h_res, l, a, b) = if backend.overlap_h() {
-        // Four threads: the H step, L, A and the two B MSMs. Their host work (selection,
+        // Five threads: the H step, L, A, B in G1 and B in G2. Their host work (selection,
         // ones/general split, gathers) runs while the device computes the quotient and the H
         // MSM — from the moment the H step's witness has left the host, so that it does not
         // compete with the witness copy for memory bandwidth — and their device calls queue on
@@ -439,11 +451,11 @@ pub fn prove(
                 clocked(a_msm)
             });
             gate.wait();
-            let b = b_msms();
+            let b = b_msms(true);
             (finish(h), finish(l), finish(a), b)
         })
     } else {
-        (h_step(&|| {}), clocked(l_msm), clocked(a_msm), b_msms())
+        (h_step(&|| {}), clocked(l_msm), clocked(a_msm), b_msms(false))
     };
     let (h_acc, mv, q, hm) = h_res?;
     let ((l_acc, l_t), (a_acc, a_t), ((b1_acc, b1_t), (b2_acc, b2_t))) = (l?, a?, b?);

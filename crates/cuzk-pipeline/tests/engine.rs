@@ -464,7 +464,7 @@ fn an_urgent_job_is_parsed_while_a_slow_parse_runs_and_equal_priorities_keep_sub
 
 /// The pre-emption test's "device": the CPU backend behind a priority-ordered
 /// [`cuzk_core::device_lock::DeviceLock`] taken once per MSM, bitmap sum, NTT and mat-vec, as
-/// the CUDA backend takes its own, with the overlapped schedule on (four threads of a
+/// the CUDA backend takes its own, with the overlapped schedule on (five threads of a
 /// partition queue on the lock, as on a GPU). Under the lock it records every call with the
 /// calling thread's priority. On the LOW job's `GATE`th call it keeps the lock until a
 /// CRITICAL thread and another LOW thread wait for it (at most 20 s), so that who goes next is
