@@ -371,7 +371,7 @@ pub fn prove(
     let (inputs, aux, evals) = (w.inputs, w.aux, w.evals);
     // The H step: (H MSM, mat-vec time, quotient time, H MSM time).
     // `witness_sent` is called once the witness has left the host (see
-    // Backend::matvec_quotient_msm_h_signalling).
+    // Backend::matvec_quotient_msm_h).
     let h_step = move |witness_sent: &dyn Fn()| -> Result<(G1Projective, Duration, Duration, Duration)> {
         let start = Instant::now();
         let (h, mv, q) = match evals {
@@ -380,7 +380,7 @@ pub fn prove(
                 let (h, q) = backend.quotient_msm_h(a, b, c, params.h).map_err(backend_err)?;
                 (h, Duration::ZERO, q)
             }
-            Evals::Matrices(m) => backend.matvec_quotient_msm_h_signalling(&m, inputs, aux, params.h, witness_sent).map_err(backend_err)?,
+            Evals::Matrices(m) => backend.matvec_quotient_msm_h(&m, inputs, aux, params.h, witness_sent).map_err(backend_err)?,
         };
         Ok((h, mv, q, start.elapsed().saturating_sub(q + mv)))
     };

@@ -977,10 +977,7 @@ impl CudaBackend {
         let width = inputs.len() + aux.len();
         match self.take_staging(width) {
             Some(mut s) => {
-                let buf = s.scalars(width);
-                let (pi, pa) = buf.split_at_mut(inputs.len());
-                pi.copy_from_slice(inputs);
-                par_copy(pa, aux);
+                fill_witness_piece(s.scalars(width), 0, inputs, aux);
                 (Some(s), Vec::new())
             }
             None => (None, [inputs, aux].concat()),
@@ -1353,21 +1350,11 @@ impl Backend for CudaBackend {
         Ok((h, q))
     }
 
-    fn matvec_quotient_msm_h(
-        &self,
-        m: &Matrices,
-        inputs: &[Scalar],
-        aux: &[Scalar],
-        h_bases: &[G1Affine],
-    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
-        self.matvec_quotient_msm_h_signalling(m, inputs, aux, h_bases, &|| {})
-    }
-
     /// Only the witness travels: a, b, c are made in device memory from the resident
     /// matrices and go straight into the quotient, whose H stays for the H MSM.
     /// `witness_sent` is called once the witness is on the device (at the start on the small
     /// sizes that take the host path).
-    fn matvec_quotient_msm_h_signalling(
+    fn matvec_quotient_msm_h(
         &self,
         m: &Matrices,
         inputs: &[Scalar],

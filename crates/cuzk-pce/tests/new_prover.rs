@@ -161,7 +161,7 @@ impl cuzk_core::backend::Backend for SlowUpload {
         true
     }
 
-    fn matvec_quotient_msm_h_signalling(
+    fn matvec_quotient_msm_h(
         &self,
         m: &cuzk_core::backend::Matrices,
         inputs: &[Scalar],
@@ -175,7 +175,7 @@ impl cuzk_core::backend::Backend for SlowUpload {
         }
         *self.sent.lock().unwrap() = Some(std::time::Instant::now());
         witness_sent();
-        self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+        self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases, &|| {})
     }
 }
 

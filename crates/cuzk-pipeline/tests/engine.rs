@@ -845,6 +845,7 @@ mod holding {
             inputs: &[Scalar],
             aux: &[Scalar],
             h_bases: &[G1Affine],
+            witness_sent: &dyn Fn(),
         ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
             // As the CUDA backend does: the witness against the matrices' shape first.
             m.check_witness(inputs, aux)?;
@@ -852,13 +853,13 @@ mod holding {
             if m.entries_released() {
                 let copy = m.identity.and_then(|id| held.get(&id)).ok_or_else(|| BackendError::Device("matrices not resident".into()))?;
                 self.from_copy.fetch_add(1, Ordering::Relaxed);
-                return self.cpu.matvec_quotient_msm_h(&copy.view(), inputs, aux, h_bases);
+                return self.cpu.matvec_quotient_msm_h(&copy.view(), inputs, aux, h_bases, witness_sent);
             }
             if let Some(id) = m.identity {
                 held.entry(id).or_insert_with(|| own(m));
             }
             drop(held);
-            self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+            self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases, witness_sent)
         }
     }
 }

@@ -361,7 +361,7 @@ fn matvec_vs_naive(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, row
     let n = rows.next_power_of_two();
     let bases = super::points::random_points::<G1Affine>(n - 1, rng.gen());
     let (h_want, _) = cpu.quotient_msm_h(want.a, want.b, want.c, &bases).map_err(|e| e.to_string())?;
-    let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases).map_err(|e| e.to_string())?;
+    let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases, &|| {}).map_err(|e| e.to_string())?;
     same::<G1Affine>(&format!("mat-vec + quotient + msm h, {rows} rows"), h_got, h_want)?;
     match b.mat_vec(&m, &inputs, &aux[1..]) {
         Err(BackendError::Input(_)) => Ok(()),

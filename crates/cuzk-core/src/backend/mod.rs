@@ -301,26 +301,11 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// [`Backend::quotient_msm_h`] starting from the witness: a, b, c are evaluated by this
     /// backend's [`MatVec`] first. Returns the H MSM, the mat-vec's time and the quotient's.
     /// A device backend overrides this so that only the witness travels and a, b, c are made
-    /// where the quotient needs them.
+    /// where the quotient needs them. `witness_sent` is called (at most once) when the witness
+    /// no longer needs the host — a device backend: after its upload; this default: first — so
+    /// that the prover starts its memory-heavy side work (the L, A, B selections and splits)
+    /// then instead of competing with the witness copy.
     fn matvec_quotient_msm_h(
-        &self,
-        m: &Matrices,
-        inputs: &[Scalar],
-        aux: &[Scalar],
-        h_bases: &[G1Affine],
-    ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
-        let t = std::time::Instant::now();
-        let e = self.mat_vec(m, inputs, aux)?;
-        let mv = t.elapsed();
-        let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
-        Ok((h, mv, q))
-    }
-
-    /// [`Backend::matvec_quotient_msm_h`], calling `witness_sent` once the witness no longer
-    /// needs the host (a device backend: after its upload), so that the prover starts its
-    /// memory-heavy side work (the L, A, B selections and splits) then instead of competing
-    /// with the witness copy. Called at most once; this default calls it first.
-    fn matvec_quotient_msm_h_signalling(
         &self,
         m: &Matrices,
         inputs: &[Scalar],
@@ -329,7 +314,11 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
         witness_sent: &dyn Fn(),
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
         witness_sent();
-        self.matvec_quotient_msm_h(m, inputs, aux, h_bases)
+        let t = std::time::Instant::now();
+        let e = self.mat_vec(m, inputs, aux)?;
+        let mv = t.elapsed();
+        let (h, q) = self.quotient_msm_h(e.a, e.b, e.c, h_bases)?;
+        Ok((h, mv, q))
     }
 }
 

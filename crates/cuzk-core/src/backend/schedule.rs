@@ -63,18 +63,8 @@ impl Backend for Scheduled<'_> {
         inputs: &[Scalar],
         aux: &[Scalar],
         h_bases: &[G1Affine],
-    ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
-        self.inner.matvec_quotient_msm_h(m, inputs, aux, h_bases)
-    }
-
-    fn matvec_quotient_msm_h_signalling(
-        &self,
-        m: &Matrices,
-        inputs: &[Scalar],
-        aux: &[Scalar],
-        h_bases: &[G1Affine],
         witness_sent: &dyn Fn(),
     ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
-        self.inner.matvec_quotient_msm_h_signalling(m, inputs, aux, h_bases, witness_sent)
+        self.inner.matvec_quotient_msm_h(m, inputs, aux, h_bases, witness_sent)
     }
 }
