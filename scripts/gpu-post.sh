@@ -15,7 +15,8 @@
 # c: a synthetic 32 GiB PoRep C1 and random parameters of its exact layout written under the
 #    official file names (`bench partition --write-params`, CREPS proofs, default 1, the first
 #    cold; KERNEL: the G1 MSM kernel, cuzk's driver by default, or sppark), for parts d, f, i, p;
-#    with KERNELS (e.g. sppark,cuzk) the partition again on those parameters per kernel.
+#    with KERNELS (e.g. sppark,cuzk) the partition again on those parameters per kernel; with
+#    SIDES (e.g. host,device) again per place the side MSMs take their scalars from.
 # d: needs a (or w) and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep
 #    sectors of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent
 #    lane and without (LANES, default on,off), with THREADS (4,0) reserved for urgent work
@@ -130,6 +131,13 @@ c)
         step "part32-porep-$k" timeout 200 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device \
             --overlap on --msm-kernel "$k" --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" \
             --json "$OUT/partition32-porep-$k.json"
+    done
+    # SIDES (e.g. host): the same partition again with the side MSMs' scalars from there
+    # (host: selected and split on the host, the layout before issue 23; device: the default).
+    for side in $(echo "${SIDES:-}" | tr , ' '); do
+        step "part32-porep-side-$side" timeout 200 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device \
+            --overlap on --side-msms "$side" --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" \
+            --json "$OUT/partition32-porep-side-$side.json"
     done
     ;;
 e)

@@ -18,7 +18,7 @@ use group::Curve;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::backend::{Backend, Evaluations, Matrices, Msm, MsmPoint};
+use crate::backend::{Backend, DeviceWitness, Evaluations, Matrices, Msm, MsmPoint};
 pub use crate::bits::popcount;
 use crate::buffer_pool::scalar_pool;
 use crate::params::ParamsLayout;
@@ -72,53 +72,7 @@ impl<'a> Witness<'a> {
     }
 }
 
-/// How the aux MSMs are computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
-pub enum MsmMode {
-    /// Sum of the bases whose scalar is 1, plus a general MSM over the rest.
-    #[default]
-    Split,
-    /// One general MSM over every selected scalar.
-    Plain,
-    /// Split when at most a third of the scalars are general (neither 0 nor 1), else plain:
-    /// a split pays when it removes most of the MSM (PoRep's bit-heavy aux, ~2 % general),
-    /// but over mostly general scalars (Poseidon-heavy PoSt) it only adds the gather of the
-    /// general bases and, on a device, their upload beside the resident copy.
-    Auto,
-}
-
-/// The most scalars [`MsmMode::resolve`] looks at.
-pub const AUTO_SAMPLE: usize = 4096;
-
-impl MsmMode {
-    /// The mode an MSM over `scalars` runs in: [`MsmMode::Auto`] resolved by counting the
-    /// general ones among [`AUTO_SAMPLE`] scalars drawn along a Weyl sequence (every scalar
-    /// when there are fewer). The choice never changes the result, only its cost, so a
-    /// sample decides it without another pass over a 32 GiB partition's 4 GiB of aux; the
-    /// irrational stride keeps it from locking onto a circuit's periodic layout, as evenly
-    /// spaced picks could.
-    pub fn resolve(self, scalars: &[Scalar]) -> MsmMode {
-        let is_general = |s: &Scalar| !(bool::from(s.is_zero()) || *s == Scalar::ONE);
-        match self {
-            MsmMode::Auto => {
-                let n = scalars.len();
-                let (seen, general) = if n <= AUTO_SAMPLE {
-                    (n, scalars.iter().filter(|s| is_general(s)).count())
-                } else {
-                    // k·φ·2^64 mod 2^64, scaled to [0, n).
-                    let pick = |k: usize| (((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128 * n as u128) >> 64) as usize;
-                    (AUTO_SAMPLE, (0..AUTO_SAMPLE).filter(|&k| is_general(&scalars[pick(k)])).count())
-                };
-                if general * 3 <= seen {
-                    MsmMode::Split
-                } else {
-                    MsmMode::Plain
-                }
-            }
-            m => m,
-        }
-    }
-}
+pub use crate::backend::{MsmMode, AUTO_SAMPLE};
 
 /// Where the time of one proof went.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -284,40 +238,70 @@ fn msm<P: MsmPoint>(b: &dyn Backend, bases: &[P], scalars: &[Scalar], mode: MsmM
     .map_err(backend_err)
 }
 
+/// The MSM over `bases` of the aux values picked by `density` (all of them when `None`): on
+/// the device witness when the backend computes it there, else selected (into a pooled
+/// vector, or taken from `selected` when a sibling MSM made it already) and split here.
+fn aux_msm<P: MsmPoint>(
+    b: &dyn Backend,
+    bases: &[P],
+    aux: &[Scalar],
+    witness: Option<&DeviceWitness>,
+    density: Option<&[u64]>,
+    selected: &std::sync::OnceLock<Vec<Scalar>>,
+    mode: MsmMode,
+) -> Result<P::Curve> {
+    if let Some(r) = witness.and_then(|w| P::msm_of(b).msm_of_device_witness(bases, w, density, mode)) {
+        return r.map_err(backend_err);
+    }
+    match density {
+        None => msm(b, bases, aux, mode),
+        Some(d) => msm(b, bases, selected.get_or_init(|| select(aux, d)), mode),
+    }
+}
+
 /// `f`'s value with the time it took.
 fn clocked<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
     let t = Instant::now();
     Ok((f()?, t.elapsed()))
 }
 
-/// A one-way gate: [`Gate::wait`] blocks until [`Gate::open`] has been called (once or more).
+/// A one-way gate carrying the H step's [`DeviceWitness`]: [`Gate::wait`] blocks until
+/// [`Gate::open`] has been called and returns what the first opening brought (later openings
+/// change nothing).
 #[derive(Default)]
 struct Gate {
-    opened: std::sync::Mutex<bool>,
+    opened: std::sync::Mutex<Option<Option<DeviceWitness>>>,
     turn: std::sync::Condvar,
 }
 
 impl Gate {
-    fn open(&self) {
-        *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    fn open(&self, witness: Option<DeviceWitness>) {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if opened.is_none() {
+            *opened = Some(witness);
+        }
         self.turn.notify_all();
     }
 
-    fn wait(&self) {
+    fn wait(&self) -> Option<DeviceWitness> {
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        while !*opened {
+        loop {
+            if let Some(w) = &*opened {
+                return w.clone();
+            }
             opened = self.turn.wait(opened).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
 
-/// Opens its gate when dropped: at the end of the H step however it ends (return, error,
-/// panic), so the side MSMs never wait for a signal that will not come.
+/// Opens its gate (without a witness, if not opened yet) when dropped: at the end of the H
+/// step however it ends (return, error, panic), so the side MSMs never wait for a signal that
+/// will not come.
 struct OpenOnDrop<'a>(&'a Gate);
 
 impl Drop for OpenOnDrop<'_> {
     fn drop(&mut self) {
-        self.0.open();
+        self.0.open(None);
     }
 }
 
@@ -372,11 +356,11 @@ pub fn prove(
     // The H step: (H MSM, mat-vec time, quotient time, H MSM time).
     // `witness_sent` is called once the witness has left the host (see
     // Backend::matvec_quotient_msm_h).
-    let h_step = move |witness_sent: &dyn Fn()| -> Result<(G1Projective, Duration, Duration, Duration)> {
+    let h_step = move |witness_sent: &dyn Fn(Option<DeviceWitness>)| -> Result<(G1Projective, Duration, Duration, Duration)> {
         let start = Instant::now();
         let (h, mv, q) = match evals {
             Evals::Host { a, b, c } => {
-                witness_sent();
+                witness_sent(None);
                 let (h, q) = backend.quotient_msm_h(a, b, c, params.h).map_err(backend_err)?;
                 (h, Duration::ZERO, q)
             }
@@ -384,79 +368,87 @@ pub fn prove(
         };
         Ok((h, mv, q, start.elapsed().saturating_sub(q + mv)))
     };
-    // The other four MSMs, each with its time.
-    let l_msm = || msm::<G1Affine>(backend, params.l, aux, mode);
-    let a_msm = || -> Result<G1Projective> {
+    // The other four MSMs, each with its time, their aux scalars read from the device
+    // witness when the H step left one (else selected and split on the host).
+    let no_selection = std::sync::OnceLock::new();
+    let l_msm = |w: Option<&DeviceWitness>| aux_msm::<G1Affine>(backend, params.l, aux, w, None, &no_selection, mode);
+    let a_selection = std::sync::OnceLock::new();
+    let a_msm = |w: Option<&DeviceWitness>| -> Result<G1Projective> {
         let a_in = Msm::<G1Affine>::msm(backend, &params.a[..ni], inputs).map_err(backend_err)?;
-        let sel = select(aux, d.a_aux);
-        let a_aux = msm::<G1Affine>(backend, &params.a[ni..], &sel, mode);
-        scalar_pool().give(sel);
-        Ok(a_in + a_aux?)
+        Ok(a_in + aux_msm::<G1Affine>(backend, &params.a[ni..], aux, w, Some(d.a_aux), &a_selection, mode)?)
     };
     let bi = popcount(d.b_input);
-    let b_parts = || (select(inputs, d.b_input), select(aux, d.b_aux));
-    let b1_msm = |b_in: &[Scalar], b_aux: &[Scalar]| -> Result<G1Projective> {
+    // B's aux selection, made at most once for both B MSMs (only when one of them runs here).
+    let b_selection = std::sync::OnceLock::new();
+    let b1_msm = |b_in: &[Scalar], w: Option<&DeviceWitness>| -> Result<G1Projective> {
         Ok(Msm::<G1Affine>::msm(backend, &params.b_g1[..bi], b_in).map_err(backend_err)?
-            + msm::<G1Affine>(backend, &params.b_g1[bi..], b_aux, mode)?)
+            + aux_msm::<G1Affine>(backend, &params.b_g1[bi..], aux, w, Some(d.b_aux), &b_selection, mode)?)
     };
-    let b2_msm = |b_in: &[Scalar], b_aux: &[Scalar]| -> Result<G2Projective> {
+    let b2_msm = |b_in: &[Scalar], w: Option<&DeviceWitness>| -> Result<G2Projective> {
         Ok(Msm::<G2Affine>::msm(backend, &params.b_g2[..bi], b_in).map_err(backend_err)?
-            + msm::<G2Affine>(backend, &params.b_g2[bi..], b_aux, mode)?)
+            + aux_msm::<G2Affine>(backend, &params.b_g2[bi..], aux, w, Some(d.b_aux), &b_selection, mode)?)
     };
-    // The two B MSMs over one selection: one after the other, or (`beside`) B in G2 on a
-    // thread of its own, so that its host split runs while B in G1 waits for the device
-    // instead of after it (on the GPU, B in G2's split and gather were a gap at the proof's
-    // end, the device idle behind them).
-    let b_msms = |beside: bool| -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
+    // The two B MSMs: one after the other, or (`beside`) B in G2 on a thread of its own, so
+    // that its host split runs while B in G1 waits for the device instead of after it (on the
+    // GPU, B in G2's split and gather were a gap at the proof's end, the device idle behind
+    // them).
+    let b_msms = |beside: bool, w: Option<&DeviceWitness>| -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
         let t = Instant::now();
-        let (b_in, b_aux) = b_parts();
-        let both = (|| -> Result<_> {
-            if beside {
-                let (b1, b2) = std::thread::scope(|sc| {
-                    let b2 = spawn_named(sc, "msm-b2", || clocked(|| b2_msm(&b_in, &b_aux)));
-                    (b1_msm(&b_in, &b_aux).map(|v| (v, t.elapsed())), finish(b2))
-                });
-                Ok((b1?, b2?))
-            } else {
-                let b1 = (b1_msm(&b_in, &b_aux)?, t.elapsed());
-                Ok((b1, clocked(|| b2_msm(&b_in, &b_aux))?))
-            }
-        })();
-        scalar_pool().give(b_aux);
-        both
+        let b_in = select(inputs, d.b_input);
+        if beside {
+            let (b1, b2) = std::thread::scope(|sc| {
+                let b2 = spawn_named(sc, "msm-b2", || clocked(|| b2_msm(&b_in, w)));
+                (b1_msm(&b_in, w).map(|v| (v, t.elapsed())), finish(b2))
+            });
+            Ok((b1?, b2?))
+        } else {
+            let b1 = (b1_msm(&b_in, w)?, t.elapsed());
+            Ok((b1, clocked(|| b2_msm(&b_in, w))?))
+        }
     };
     let (h_res, l, a, b) = if backend.overlap_h() {
-        // Five threads: the H step, L, A, B in G1 and B in G2. Their host work (selection,
-        // ones/general split, gathers) runs while the device computes the quotient and the H
-        // MSM — from the moment the H step's witness has left the host, so that it does not
-        // compete with the witness copy for memory bandwidth — and their device calls queue on
-        // the backend's device lock, at the job's priority (inherited by each thread). Plain
-        // threads, not rayon tasks, since they block on that lock; their parallel host work
-        // follows the caller's route (crate::reserved_pool).
+        // Five threads: the H step, L, A, B in G1 and B in G2. Their work starts once the H
+        // step's witness has left the host — on the device witness it hands over, or as host
+        // selections, splits and gathers that then no longer compete with the witness copy
+        // for memory bandwidth — and their device calls queue on the backend's device lock,
+        // at the job's priority (inherited by each thread). Plain threads, not rayon tasks,
+        // since they block on that lock; their parallel host work follows the caller's route
+        // (crate::reserved_pool).
         let gate = Gate::default();
         std::thread::scope(|sc| {
             let h = spawn_named(sc, "h-step", || {
                 let _open = OpenOnDrop(&gate); // whatever happens in the H step
-                h_step(&|| gate.open())
+                h_step(&|w| gate.open(w))
             });
             if h.is_err() {
-                gate.open(); // no H step to open it
+                gate.open(None); // no H step to open it
             }
             let l = spawn_named(sc, "msm-l", || {
-                gate.wait();
-                clocked(l_msm)
+                let w = gate.wait();
+                clocked(|| l_msm(w.as_ref()))
             });
             let a = spawn_named(sc, "msm-a", || {
-                gate.wait();
-                clocked(a_msm)
+                let w = gate.wait();
+                clocked(|| a_msm(w.as_ref()))
             });
-            gate.wait();
-            let b = b_msms(true);
+            let w = gate.wait();
+            let b = b_msms(true, w.as_ref());
+            drop(w);
             (finish(h), finish(l), finish(a), b)
         })
     } else {
-        (h_step(&|| {}), clocked(l_msm), clocked(a_msm), b_msms(false))
+        // One after the other: the H step's device witness, if any, serves the others.
+        let witness = std::sync::Mutex::new(None);
+        let h = h_step(&|w| *witness.lock().unwrap_or_else(|e| e.into_inner()) = w);
+        let w = witness.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (l, a, b) = (clocked(|| l_msm(w.as_ref())), clocked(|| a_msm(w.as_ref())), b_msms(false, w.as_ref()));
+        (h, l, a, b)
     };
+    for sel in [a_selection, b_selection] {
+        if let Some(v) = sel.into_inner() {
+            scalar_pool().give(v);
+        }
+    }
     let (h_acc, mv, q, hm) = h_res?;
     let ((l_acc, l_t), (a_acc, a_t), ((b1_acc, b1_t), (b2_acc, b2_t))) = (l?, a?, b?);
     t.matvec = mv;

@@ -1,4 +1,4 @@
-// G1 and G2 MSMs in one translation unit (sppark's non-template sort kernel may be defined
+// G1 and G2 MSMs (and the split of MSMs over the device witness) in one translation unit (sppark's non-template sort kernel may be defined
 // only once per device link): Jacobian results, XYZZ buckets, affine bases in blst's layout;
 // G1 also has cuzk's own Pippenger driver over sppark's kernels (pippenger_driver.cuh) and
 // the arithmetic ceilings its accumulation is judged against (ceiling.cuh).
@@ -18,6 +18,7 @@ typedef bucket_t::affine_t affine_t;
 typedef fr_t scalar_t;
 #define CUZK_FN(name) cuzk_g1_##name
 #include "msm.cuh"
+#include "witness_split.cuh"
 #include "pippenger_driver.cuh"
 #include "ceiling.cuh"
 #undef CUZK_FN
@@ -30,5 +31,6 @@ typedef bucket_t::affine_t affine_t;
 typedef fr_t scalar_t;
 #define CUZK_FN(name) cuzk_g2_##name
 #include "msm.cuh"
+#include "witness_split.cuh"
 #undef CUZK_FN
 }

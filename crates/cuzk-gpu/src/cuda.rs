@@ -229,6 +229,25 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn resident(h: Handle, off: usize, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    /// sppark's MSM over resident bases with the scalars in device memory.
+    unsafe fn resident_dev(h: Handle, off: usize, s: *const std::ffi::c_void, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    /// The 0/1/general split of an MSM over resident bases from device scalars
+    /// (`ffi::cuzk_g1_witness_split`).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn split(
+        h: Handle,
+        w: *const std::ffi::c_void,
+        sel: *const u32,
+        n: usize,
+        one: *const u32,
+        mode: i32,
+        ones: *mut Self::RawProj,
+        gen_bases: *mut Handle,
+        gen_scalars: *mut *mut std::ffi::c_void,
+        n_general: *mut usize,
+        m: *mut u8,
+        c: usize,
+    ) -> i32;
     /// cuzk's own Pippenger driver over resident bases, the scalars in host memory
     /// (`on_host`) or device memory, where the group has one (G1): `Some(code)`; `None` for a
     /// group without.
@@ -262,7 +281,21 @@ pub(crate) trait GpuCurve: MsmPoint {
 }
 
 macro_rules! gpu_curve {
-    ($t:ty, $raw:ty, $proj:ty, $tag:expr, $up:ident, $free:ident, $res:ident, $host:ident, $sum:ident, $sum_host:ident $(, $win:ident)?) => {
+    (
+        $t:ty,
+        $raw:ty,
+        $proj:ty,
+        $tag:expr,
+        $up:ident,
+        $free:ident,
+        $res:ident,
+        $res_dev:ident,
+        $host:ident,
+        $sum:ident,
+        $sum_host:ident,
+        $split:ident
+        $(, $win:ident)?
+    ) => {
         impl GpuCurve for $t {
             type Raw = $raw;
             type RawProj = $proj;
@@ -281,6 +314,25 @@ macro_rules! gpu_curve {
             }
             unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
                 unsafe { ffi::$sum(h, map, w, o, m, c) }
+            }
+            unsafe fn resident_dev(h: Handle, off: usize, s: *const std::ffi::c_void, n: usize, o: *mut $proj, m: *mut u8, c: usize) -> i32 {
+                unsafe { ffi::$res_dev(h, off, s, n, o, m, c) }
+            }
+            unsafe fn split(
+                h: Handle,
+                w: *const std::ffi::c_void,
+                sel: *const u32,
+                n: usize,
+                one: *const u32,
+                mode: i32,
+                ones: *mut $proj,
+                gen_bases: *mut Handle,
+                gen_scalars: *mut *mut std::ffi::c_void,
+                n_general: *mut usize,
+                m: *mut u8,
+                c: usize,
+            ) -> i32 {
+                unsafe { ffi::$split(h, 0, w, sel, 0, n, one, mode, ones, gen_bases, gen_scalars, n_general, m, c) }
             }
             unsafe fn sum_host(
                 dev: i32,
@@ -327,9 +379,11 @@ gpu_curve!(
     cuzk_g1_upload,
     cuzk_g1_free,
     cuzk_g1_msm_resident,
+    cuzk_g1_msm_resident_dev,
     cuzk_g1_msm_host,
     cuzk_g1_sum_bitmap,
     cuzk_g1_sum_bitmap_host,
+    cuzk_g1_witness_split,
     cuzk_g1_msm_windowed
 );
 gpu_curve!(
@@ -340,9 +394,11 @@ gpu_curve!(
     cuzk_g2_upload,
     cuzk_g2_free,
     cuzk_g2_msm_resident,
+    cuzk_g2_msm_resident_dev,
     cuzk_g2_msm_host,
     cuzk_g2_sum_bitmap,
-    cuzk_g2_sum_bitmap_host
+    cuzk_g2_sum_bitmap_host,
+    cuzk_g2_witness_split
 );
 
 /// Bases resident on the device, freed on drop.
@@ -411,6 +467,76 @@ impl Drop for DeviceBuf {
         // and is freed once.
         unsafe { ffi::cuzk_device_free(self.0, self.1) }
     }
+}
+
+/// The witness (inputs, then aux) a fused H step left on the device for the proof's other
+/// MSMs ([`cuzk_core::backend::DeviceWitness`]): read by this backend's device calls alone,
+/// freed when the proof's last MSM drops it.
+struct WitnessOnDevice {
+    buf: DeviceBuf,
+    /// The backend that made it (its address): another backend's witness is not read.
+    backend: usize,
+    inputs: usize,
+    aux: usize,
+}
+
+// SAFETY: device memory, read only by device calls under the backend's device lock and
+// freed once (DeviceBuf's drop).
+unsafe impl Send for WitnessOnDevice {}
+unsafe impl Sync for WitnessOnDevice {}
+
+/// A density's selection (the aux indices whose bit is set, ascending) as a device index
+/// list, made once per circuit: the side MSMs read their scalars through it.
+struct Selection {
+    key: (usize, usize, usize, u64),
+    indices: DeviceBuf,
+    count: usize,
+}
+
+// SAFETY: as WitnessOnDevice.
+unsafe impl Send for Selection {}
+unsafe impl Sync for Selection {}
+
+/// Selections kept at once (PoRep's A and B, a PoSt's A and B).
+const SELECTIONS: usize = 4;
+
+/// The aux indices (below `aux`) whose bit is set in `density`.
+fn selected_indices(density: &[u64], aux: usize) -> Vec<u32> {
+    let mut out = Vec::with_capacity(cuzk_core::bits::popcount(density));
+    for (k, &word) in density.iter().enumerate().take(aux.div_ceil(64)) {
+        let mut w = word;
+        while w != 0 {
+            let i = k * 64 + w.trailing_zeros() as usize;
+            if i >= aux {
+                break;
+            }
+            out.push(i as u32);
+            w &= w - 1;
+        }
+    }
+    out
+}
+
+/// A hash of every word of a density (its key with its address and lengths).
+fn density_hash(density: &[u64]) -> u64 {
+    density.iter().fold(0x9E37_79B9_7F4A_7C15u64, |h, &w| (h ^ w).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29))
+}
+
+/// The device split's code for a mode (cuda/witness_split.cuh).
+fn split_mode_code(mode: cuzk_core::backend::MsmMode) -> i32 {
+    use cuzk_core::backend::MsmMode;
+    match mode {
+        MsmMode::Auto => 0,
+        MsmMode::Split => 1,
+        MsmMode::Plain => 2,
+    }
+}
+
+/// 1 in blst's Montgomery form, as the device split compares scalars with it.
+fn montgomery_one() -> [u32; 8] {
+    // SAFETY: Scalar is repr(transparent) over blst_fr's four little-endian u64 limbs, which
+    // are eight little-endian u32 limbs on the little-endian targets CUDA runs on.
+    unsafe { std::mem::transmute::<Scalar, [u32; 8]>(Scalar::ONE) }
 }
 
 /// A sample of the points' bytes: a freed slice whose address is reused by other points is
@@ -529,6 +655,8 @@ pub struct CudaBackend {
     witness_piece: usize,
     /// Points per chunk of a bitmap sum over bases not kept on the device.
     stream_chunk: usize,
+    /// The densities' device index lists, most recent last (at most [`SELECTIONS`]).
+    selections: DeviceLock<Vec<Arc<Selection>>>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -557,6 +685,7 @@ impl CudaBackend {
             driver_from: None,
             witness_piece: WITNESS_PIECE_BYTES,
             stream_chunk: STREAM_CHUNK,
+            selections: DeviceLock::new(Vec::new()),
         })
     }
 
@@ -1093,7 +1222,7 @@ impl CudaBackend {
         let mut device_scalars_s = Vec::with_capacity(runs);
         let mut device_result = blstrs::G1Projective::identity();
         for i in 0..=runs {
-            let (sum, _, secs, _) = self.msm_device_scalars(&r, &d_s, n)?;
+            let (sum, _, secs, _) = self.msm_device_scalars::<G1Affine>(&r, d_s.1, n)?;
             device_result = sum;
             if i > 0 {
                 device_scalars_s.push(secs);
@@ -1165,26 +1294,111 @@ impl CudaBackend {
         Ok((G1Affine::from_raw(out), ms.map(f64::from), secs))
     }
 
-    /// `Σ d_s[i] · r[i]` over `count` scalars already in device memory and resident G1
+    /// `Σ d_s[i] · r[i]` over `count` scalars already in device memory (`d_s`) and resident
     /// bases, in pieces: the sum, the pieces, their device seconds and whether cuzk's driver
-    /// ran any of them.
-    fn msm_device_scalars(&self, r: &Resident, d_s: &DeviceBuf, count: usize) -> BackendResult<(blstrs::G1Projective, usize, f64, bool)> {
+    /// ran any of them (G1 pieces it takes).
+    fn msm_device_scalars<P: GpuCurve>(
+        &self,
+        r: &Resident,
+        d_s: *const std::ffi::c_void,
+        count: usize,
+    ) -> BackendResult<(P::Curve, usize, f64, bool)> {
         let driven = std::cell::Cell::new(false);
         let (sum, pieces, secs) = self
-            .in_pieces::<G1Affine>("msm (device scalars)", count, |off, len, out, m, c| {
+            .in_pieces::<P>("msm (device scalars)", count, |off, len, out, m, c| {
                 // SAFETY: d_s holds at least `count` scalars on this device; r holds `count` bases.
                 unsafe {
-                    self.driver_piece::<G1Affine>(r, off, d_s.1, false, len, out, m, c, &driven)
-                        .unwrap_or_else(|| ffi::cuzk_g1_msm_resident_dev(r.handle, off, d_s.1, len, out, m, c))
+                    self.driver_piece::<P>(r, off, d_s, false, len, out, m, c, &driven)
+                        .unwrap_or_else(|| P::resident_dev(r.handle, off, d_s, len, out, m, c))
                 }
             })
             .map_err(dev_err)?;
         Ok((sum, pieces, secs, driven.get()))
     }
 
+    /// The device index list of `density`'s selection among `aux` values, made and uploaded
+    /// on first use (once per circuit), the least recently used of [`SELECTIONS`] dropped.
+    fn selection(&self, density: &[u64], aux: usize) -> BackendResult<Arc<Selection>> {
+        let key = (density.as_ptr() as usize, density.len(), aux, density_hash(density));
+        let mut kept = self.selections.lock();
+        if let Some(i) = kept.iter().position(|s| s.key == key) {
+            let s = kept.remove(i);
+            kept.push(s.clone());
+            return Ok(s);
+        }
+        let t = Instant::now();
+        let indices = selected_indices(density, aux);
+        let bytes = std::mem::size_of_val(indices.as_slice()).max(4);
+        let (buf, _) = self.witness_buffer(bytes).map_err(dev_err)?;
+        if !indices.is_empty() {
+            self.upload_witness_piece(&buf, 0, indices.as_ptr().cast(), bytes).map_err(dev_err)?;
+        }
+        log(format!("upload a density's selection ({} of {aux} aux)", indices.len()), t.elapsed().as_secs_f64());
+        let s = Arc::new(Selection { key, indices: buf, count: indices.len() });
+        if kept.len() >= SELECTIONS {
+            kept.remove(0);
+        }
+        kept.push(s.clone());
+        Ok(s)
+    }
+
+    /// [`Msm::msm_of_device_witness`] for this backend: `None` for a witness it did not make
+    /// or bases too small to keep resident; `Ok(None)` when the bases do not fit the resident
+    /// budget (the prover then works on the host).
+    fn witness_msm<P: GpuCurve>(
+        &self,
+        bases: &[P],
+        w: &cuzk_core::backend::DeviceWitness,
+        density: Option<&[u64]>,
+        mode: cuzk_core::backend::MsmMode,
+    ) -> Option<BackendResult<P::Curve>> {
+        let w = w.handle::<WitnessOnDevice>()?;
+        if w.backend != self as *const Self as usize || bases.len() < RESIDENT_FROM {
+            return None;
+        }
+        self.witness_msm_resident(bases, w, density, mode).transpose()
+    }
+
+    fn witness_msm_resident<P: GpuCurve>(
+        &self,
+        bases: &[P],
+        w: &WitnessOnDevice,
+        density: Option<&[u64]>,
+        mode: cuzk_core::backend::MsmMode,
+    ) -> BackendResult<Option<P::Curve>> {
+        let selection = density.map(|d| self.selection(d, w.aux)).transpose()?;
+        let n = selection.as_ref().map_or(w.aux, |s| s.count);
+        check_lengths(bases.len(), n)?;
+        let Some(r) = self.resident(bases)? else { return Ok(None) };
+        // SAFETY: the witness buffer holds inputs + aux scalars; the aux start lies inside it.
+        let d_aux: *const std::ffi::c_void = unsafe { w.buf.1.cast::<u8>().add(w.inputs * std::mem::size_of::<Scalar>()) }.cast();
+        let sel = selection.as_ref().map_or(std::ptr::null(), |s| s.indices.1 as *const u32);
+        let one = montgomery_one();
+        let (mut ones, mut gen_bases, mut gen_scalars, mut general) =
+            (P::RawProj::default(), std::ptr::null_mut(), std::ptr::null_mut(), 0usize);
+        let split_s = self
+            .device_call("witness split", |m, c| unsafe {
+                // SAFETY: d_aux holds the aux (w.aux scalars) on this device, `sel` n indices
+                // below w.aux, `r` n resident bases; the outputs are plain out-parameters.
+                P::split(r.handle, d_aux, sel, n, one.as_ptr(), split_mode_code(mode), &mut ones, &mut gen_bases, &mut gen_scalars, &mut general, m, c)
+            })
+            .map_err(dev_err)?;
+        // Owned from here: freed on every path out.
+        let gen_bases = (!gen_bases.is_null()).then(|| Resident { handle: gen_bases, free: P::free });
+        let gen_scalars = (!gen_scalars.is_null()).then(|| DeviceBuf(self.dev, gen_scalars));
+        let scalars = gen_scalars.as_ref().map_or(d_aux, |b| b.1 as *const std::ffi::c_void);
+        let (sum, what) = match (&gen_bases, general) {
+            (_, 0) => (P::from_raw(ones), "ones only"),
+            (Some(gb), g) => (P::from_raw(ones) + self.msm_device_scalars::<P>(gb, scalars, g)?.0, "ones + general"),
+            (None, g) => (self.msm_device_scalars::<P>(&r, scalars, g)?.0, "plain"),
+        };
+        log(format!("msm {} over the device witness ({what}: {general} general of {n}; split {:.1} ms)", P::NAME, split_s * 1e3), split_s);
+        Ok(Some(sum))
+    }
+
     /// The H MSM over H left on the device by the quotient (freed here), in pieces.
     fn msm_h_on_device(&self, r: &Resident, d_h: DeviceBuf, count: usize) -> BackendResult<blstrs::G1Projective> {
-        let (sum, pieces, secs, driven) = self.msm_device_scalars(r, &d_h, count)?;
+        let (sum, pieces, secs, driven) = self.msm_device_scalars::<G1Affine>(r, d_h.1, count)?;
         drop(d_h);
         log(format!("msm G1 h from device-resident scalars ({count}{}{})", piece_note(pieces), driver_note(driven)), secs);
         Ok(sum)
@@ -1234,6 +1448,15 @@ impl Msm<G1Affine> for CudaBackend {
     fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
         self.sum_gpu(bases, indices)
     }
+    fn msm_of_device_witness(
+        &self,
+        bases: &[G1Affine],
+        w: &cuzk_core::backend::DeviceWitness,
+        density: Option<&[u64]>,
+        mode: cuzk_core::backend::MsmMode,
+    ) -> Option<BackendResult<blstrs::G1Projective>> {
+        self.witness_msm(bases, w, density, mode)
+    }
     fn msm_split(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
         self.split_gpu(bases, scalars)
     }
@@ -1245,6 +1468,15 @@ impl Msm<G2Affine> for CudaBackend {
     }
     fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
         self.sum_gpu(bases, indices)
+    }
+    fn msm_of_device_witness(
+        &self,
+        bases: &[G2Affine],
+        w: &cuzk_core::backend::DeviceWitness,
+        density: Option<&[u64]>,
+        mode: cuzk_core::backend::MsmMode,
+    ) -> Option<BackendResult<blstrs::G2Projective>> {
+        self.witness_msm(bases, w, density, mode)
     }
     fn msm_split(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
         self.split_gpu(bases, scalars)
@@ -1360,7 +1592,7 @@ impl Backend for CudaBackend {
         inputs: &[Scalar],
         aux: &[Scalar],
         h_bases: &[G1Affine],
-        witness_sent: &dyn Fn(),
+        witness_sent: &dyn Fn(Option<cuzk_core::backend::DeviceWitness>),
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
         m.check_witness(inputs, aux)?;
         let n = domain_size(m.rows())?;
@@ -1371,7 +1603,7 @@ impl Backend for CudaBackend {
             self.resident(h_bases)?
         };
         let Some(r) = r else {
-            witness_sent();
+            witness_sent(None);
             let t = Instant::now();
             let e = self.mat_vec(m, inputs, aux)?;
             let mv = t.elapsed();
@@ -1383,7 +1615,15 @@ impl Backend for CudaBackend {
         let t = Instant::now();
         let (d_w, stage_s, upload_s) = self.upload_witness_staged(inputs, aux).map_err(dev_err)?;
         let sent_s = t.elapsed().as_secs_f64(); // the copy and the upload overlap: not their sum
-        witness_sent();
+        let witness = cuzk_core::backend::DeviceWitness::new(WitnessOnDevice {
+            buf: d_w,
+            backend: self as *const Self as usize,
+            inputs: inputs.len(),
+            aux: aux.len(),
+        });
+        // The other MSMs read their scalars from it; it stays on the device until they end.
+        witness_sent(Some(witness.clone()));
+        let d_w = &witness.handle::<WitnessOnDevice>().expect("made just above").buf;
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
@@ -1402,7 +1642,7 @@ impl Backend for CudaBackend {
             })
             .map_err(dev_err)?;
         }
-        drop(d_w);
+        drop(witness);
         log("mat-vec: stage witness into pinned memory (host copy, beside the upload)", stage_s);
         log(format!("mat-vec: upload witness in pieces of {} KiB (separate calls)", self.witness_piece >> 10), upload_s);
         for (stage, v) in ffi::MATVEC_QUOTIENT_STAGES.iter().zip(ms) {

@@ -7,7 +7,18 @@ use std::ffi::c_void;
 pub type Handle = *mut c_void;
 
 macro_rules! curve_fns {
-    ($upload:ident, $free:ident, $resident:ident, $host:ident, $sum:ident, $sum_host:ident, $aff:ty, $proj:ty) => {
+    (
+        $upload:ident,
+        $free:ident,
+        $resident:ident,
+        $resident_dev:ident,
+        $host:ident,
+        $sum:ident,
+        $sum_host:ident,
+        $split:ident,
+        $aff:ty,
+        $proj:ty
+    ) => {
         extern "C" {
             pub fn $upload(dev: i32, host: *const $aff, n: usize, handle: *mut Handle, msg: *mut u8, cap: usize) -> i32;
             pub fn $free(handle: Handle);
@@ -15,6 +26,15 @@ macro_rules! curve_fns {
                 handle: Handle,
                 off: usize,
                 scalars: *const blst::blst_fr,
+                n: usize,
+                out: *mut $proj,
+                msg: *mut u8,
+                cap: usize,
+            ) -> i32;
+            pub fn $resident_dev(
+                handle: Handle,
+                off: usize,
+                d_scalars: *const c_void,
                 n: usize,
                 out: *mut $proj,
                 msg: *mut u8,
@@ -41,6 +61,25 @@ macro_rules! curve_fns {
                 msg: *mut u8,
                 cap: usize,
             ) -> i32;
+            /// The 0/1/general split of an MSM over resident bases whose scalars are in
+            /// device memory (cuda/witness_split.cuh): `w[sel[k]]`, or `w[w_off + k]` when
+            /// `sel` is null.
+            pub fn $split(
+                handle: Handle,
+                off: usize,
+                w: *const c_void,
+                sel: *const u32,
+                w_off: usize,
+                n: usize,
+                one: *const u32,
+                mode: i32,
+                ones_out: *mut $proj,
+                gen_bases: *mut Handle,
+                gen_scalars: *mut *mut c_void,
+                n_general: *mut usize,
+                msg: *mut u8,
+                cap: usize,
+            ) -> i32;
         }
     };
 }
@@ -49,9 +88,11 @@ curve_fns!(
     cuzk_g1_upload,
     cuzk_g1_free,
     cuzk_g1_msm_resident,
+    cuzk_g1_msm_resident_dev,
     cuzk_g1_msm_host,
     cuzk_g1_sum_bitmap,
     cuzk_g1_sum_bitmap_host,
+    cuzk_g1_witness_split,
     blst::blst_p1_affine,
     blst::blst_p1
 );
@@ -59,9 +100,11 @@ curve_fns!(
     cuzk_g2_upload,
     cuzk_g2_free,
     cuzk_g2_msm_resident,
+    cuzk_g2_msm_resident_dev,
     cuzk_g2_msm_host,
     cuzk_g2_sum_bitmap,
     cuzk_g2_sum_bitmap_host,
+    cuzk_g2_witness_split,
     blst::blst_p2_affine,
     blst::blst_p2
 );
@@ -152,15 +195,6 @@ extern "C" {
     pub fn cuzk_copy_to_device(dev: i32, dst: *mut c_void, src: *const c_void, bytes: usize, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_alloc(dev: i32, bytes: usize, p: *mut *mut c_void, msg: *mut u8, cap: usize) -> i32;
     pub fn cuzk_host_free(p: *mut c_void);
-    pub fn cuzk_g1_msm_resident_dev(
-        handle: Handle,
-        off: usize,
-        d_scalars: *const c_void,
-        n: usize,
-        out: *mut blst::blst_p1,
-        msg: *mut u8,
-        cap: usize,
-    ) -> i32;
     /// cuzk's own Pippenger driver (cuda/pippenger_driver.cuh): `wbits`-bit windows, the
     /// points in `nchunks` chunks (0: as few as fit half the free device memory), the scalars
     /// in device memory or, with `scalars_on_host` ≠ 0, in host memory; `phase_ms` (or null)

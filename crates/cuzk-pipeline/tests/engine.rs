@@ -845,7 +845,7 @@ mod holding {
             inputs: &[Scalar],
             aux: &[Scalar],
             h_bases: &[G1Affine],
-            witness_sent: &dyn Fn(),
+            witness_sent: &dyn Fn(Option<cuzk_core::backend::DeviceWitness>),
         ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
             // As the CUDA backend does: the witness against the matrices' shape first.
             m.check_witness(inputs, aux)?;

@@ -102,6 +102,9 @@ pub struct Options {
     pub rs_seed: u64,
     /// MSM modes to measure, in order; empty: [`MsmMode::Split`] only.
     pub msm: Vec<MsmMode>,
+    /// Side MSMs (L, A, B) read their scalars from the witness the backend keeps on the
+    /// device, when it keeps one (else: selected and split on the host).
+    pub device_witness: bool,
 }
 
 /// One proof.
@@ -149,6 +152,8 @@ pub struct PartitionBench {
     pub backend_matvec_seconds: f64,
     pub backend_matvec_equal: bool,
     pub runs: Vec<Run>,
+    /// The side MSMs were offered the backend's device witness ([`Options::device_witness`]).
+    pub device_witness: bool,
     /// The backend's own H-step schedule ([`Backend::overlap_h`]).
     pub backend_overlaps: bool,
     /// The schedule of the two medians below: the backend's own when it was measured, else
@@ -266,7 +271,7 @@ pub fn run(
     let modes = if o.msm.is_empty() { vec![MsmMode::Split] } else { o.msm.clone() };
     let combos = combinations(&schedules, &modes, &places);
     for &(overlap, msm, place) in &combos {
-        let scheduled = Scheduled::new(backend, overlap);
+        let scheduled = Scheduled::new(backend, overlap).with_device_witness(o.device_witness);
         for rep in 0..o.reps.max(1) {
             let evals = match place {
                 MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
@@ -321,6 +326,7 @@ pub fn run(
         proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
         proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),
         runs,
+        device_witness: o.device_witness,
         rss_after_srs_bytes,
         peak_rss_bytes: mem::snapshot().peak_bytes,
         resident_after: backend.resident_report(),

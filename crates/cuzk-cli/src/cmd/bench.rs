@@ -583,6 +583,12 @@ pub struct PartitionArgs {
     /// scalars are general, as the engine does).
     #[arg(long, value_delimiter = ',', default_value = "split")]
     msm: Vec<MsmModeArg>,
+    /// Where the side MSMs (L, A, B) get their scalars: device (from the witness the CUDA
+    /// backend keeps after its upload: selected, split and gathered on the GPU) or host (the
+    /// host selects and splits the aux, as before issue 23). Run the bench once per value to
+    /// compare; the proofs are the same bytes.
+    #[arg(long, default_value = "device", value_parser = ["device", "host"])]
+    side_msms: String,
     #[arg(long)]
     json: Option<PathBuf>,
 }
@@ -625,6 +631,7 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         write_params,
         rs_seed,
         msm,
+        side_msms,
         json,
     } = a;
     let backend = crate::args::make_backend_with(
@@ -633,7 +640,8 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
-    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm };
+    let device_witness = side_msms == "device";
+    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, device_witness };
     let r = match (c1, post, update) {
         (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;

@@ -70,6 +70,8 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
         case("quotient + msm h vs separate cpu steps", &mut || quotient_msm_h_vs(backend, &cpu, &mut rng, len));
         let rows = if scale == Scale::Full { 140_000 } else { 3000 };
         case("mat-vec vs naive, and mat-vec + quotient + msm h", &mut || matvec_vs_naive(backend, &cpu, &mut rng, rows));
+        let expect_witness = scale == Scale::Full && backend.overlap_h();
+        case("msms over the device witness vs cpu", &mut || device_witness_msms(backend, &cpu, &mut rng, rows, expect_witness));
         case("msm g1 with five distinct scalars vs cpu", &mut || msm_vs_backend::<G1Affine>(backend, &cpu, &mut rng, 3000, Some(5)));
     }
     if scale == Scale::Full {
@@ -361,12 +363,89 @@ fn matvec_vs_naive(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, row
     let n = rows.next_power_of_two();
     let bases = super::points::random_points::<G1Affine>(n - 1, rng.gen());
     let (h_want, _) = cpu.quotient_msm_h(want.a, want.b, want.c, &bases).map_err(|e| e.to_string())?;
-    let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases, &|| {}).map_err(|e| e.to_string())?;
+    let (h_got, _, _) = b.matvec_quotient_msm_h(&m, &inputs, &aux, &bases, &|_| {}).map_err(|e| e.to_string())?;
     same::<G1Affine>(&format!("mat-vec + quotient + msm h, {rows} rows"), h_got, h_want)?;
     match b.mat_vec(&m, &inputs, &aux[1..]) {
         Err(BackendError::Input(_)) => Ok(()),
         other => Err(format!("a witness of the wrong size must be refused, got {:?}", other.map(|_| ()))),
     }
+}
+
+/// The side MSMs over the witness a backend keeps after its fused H step, if it hands one
+/// over: over every aux value and over density selections (the bit-heavy half, the general
+/// half, a sparse pattern with bits past the aux, none, a single one), in split, plain and
+/// auto mode, each against the CPU's MSM over the same scalars selected on the host; G2 on
+/// one selection. `expect_witness`: handing none over (or using it for no MSM) is a failure.
+fn device_witness_msms(b: &dyn Backend, cpu: &dyn Backend, rng: &mut ChaCha8Rng, rows: usize, expect_witness: bool) -> Result<(), String> {
+    use super::{DeviceWitness, MsmMode};
+    let (ni, na) = (5, rows + rows / 3);
+    let owned = super::sparse::OwnedMatrices::random(rng, ni, na, rows, 5, 300);
+    let m = owned.view();
+    let mut inputs = edge_scalars(rng, ni);
+    inputs[0] = Scalar::ONE;
+    // The first half bit-heavy (one general value in 50), the second half mostly general.
+    let aux: Vec<Scalar> = (0..na)
+        .map(|i| match (i < na / 2, rng.gen_range(0..50)) {
+            (true, 0) | (false, 2..) => Scalar::random(&mut *rng),
+            (_, k) if k % 2 == 1 => Scalar::ONE,
+            _ => Scalar::ZERO,
+        })
+        .collect();
+    let h_bases = super::points::random_points::<G1Affine>(rows.next_power_of_two() - 1, rng.gen());
+    let slot = std::sync::Mutex::new(None::<DeviceWitness>);
+    b.matvec_quotient_msm_h(&m, &inputs, &aux, &h_bases, &|w| *slot.lock().unwrap() = w).map_err(|e| e.to_string())?;
+    let Some(witness) = slot.into_inner().unwrap() else {
+        return if expect_witness { Err("the fused H step handed no device witness over".into()) } else { Ok(()) };
+    };
+    let words = na.div_ceil(64) + 1; // one word past the aux: bits there select nothing
+    let half = |first: bool| -> Vec<u64> {
+        let mut d = vec![0u64; words];
+        for i in (0..na).filter(|&i| (i < na / 2) == first) {
+            d[i / 64] |= 1 << (i % 64);
+        }
+        d
+    };
+    let sparse: Vec<u64> = (0..words).map(|_| rng.gen::<u64>() & rng.gen::<u64>()).collect();
+    let mut single = vec![0u64; words];
+    single[(na - 1) / 64] |= 1 << ((na - 1) % 64);
+    let densities: [(&str, Option<Vec<u64>>); 6] = [
+        ("every aux value", None),
+        ("the bit-heavy half", Some(half(true))),
+        ("the general half", Some(half(false))),
+        ("a sparse pattern", Some(sparse)),
+        ("none", Some(vec![0; words])),
+        ("the last one", Some(single)),
+    ];
+    let mut used = 0;
+    for (what, d) in &densities {
+        let selected = match d {
+            None => aux.clone(),
+            Some(d) => aux.iter().enumerate().filter(|(i, _)| d[i / 64] >> (i % 64) & 1 == 1).map(|(_, s)| *s).collect(),
+        };
+        let bases = super::points::random_points::<G1Affine>(selected.len(), rng.gen());
+        let want = Msm::<G1Affine>::msm(cpu, &bases, &selected).map_err(|e| e.to_string())?;
+        for mode in [MsmMode::Split, MsmMode::Plain, MsmMode::Auto] {
+            match Msm::<G1Affine>::msm_of_device_witness(b, &bases, &witness, d.as_deref(), mode) {
+                None => {}
+                Some(got) => {
+                    used += 1;
+                    same::<G1Affine>(&format!("msm over the device witness, {what}, {mode:?}"), got.map_err(|e| e.to_string())?, want)?;
+                }
+            }
+        }
+        if *what == "the bit-heavy half" {
+            let bases = super::points::random_points::<G2Affine>(selected.len(), rng.gen());
+            let want = Msm::<G2Affine>::msm(cpu, &bases, &selected).map_err(|e| e.to_string())?;
+            if let Some(got) = Msm::<G2Affine>::msm_of_device_witness(b, &bases, &witness, d.as_deref(), MsmMode::Auto) {
+                used += 1;
+                same::<G2Affine>(&format!("msm over the device witness, {what}"), got.map_err(|e| e.to_string())?, want)?;
+            }
+        }
+    }
+    if expect_witness && used == 0 {
+        return Err("a device witness was handed over but no MSM read it".into());
+    }
+    Ok(())
 }
 
 fn quotient_vs_bellperson(b: &dyn Backend, rng: &mut ChaCha8Rng) -> Result<(), String> {

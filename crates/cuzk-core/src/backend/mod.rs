@@ -52,6 +52,15 @@ macro_rules! backend_pass_through {
             fn msm_split(&self, bases: &[$p], scalars: &[$crate::Scalar]) -> $crate::backend::BackendResult<<$p as $crate::group::prime::PrimeCurveAffine>::Curve> {
                 <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm_split(bases, scalars)
             }
+            fn msm_of_device_witness(
+                &self,
+                bases: &[$p],
+                witness: &$crate::backend::DeviceWitness,
+                density: Option<&[u64]>,
+                mode: $crate::backend::MsmMode,
+            ) -> Option<$crate::backend::BackendResult<<$p as $crate::group::prime::PrimeCurveAffine>::Curve>> {
+                <$p as $crate::backend::MsmPoint>::msm_of(self.$inner()).msm_of_device_witness(bases, witness, density, mode)
+            }
         }
     };
 }
@@ -185,6 +194,80 @@ fn ones_bitmap_split_here(scalars: &[Scalar]) -> (Vec<u32>, Vec<u32>) {
     (map, general.concat())
 }
 
+/// How the aux MSMs are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub enum MsmMode {
+    /// Sum of the bases whose scalar is 1, plus a general MSM over the rest.
+    #[default]
+    Split,
+    /// One general MSM over every selected scalar.
+    Plain,
+    /// Split when at most a third of the scalars are general (neither 0 nor 1), else plain:
+    /// a split pays when it removes most of the MSM (PoRep's bit-heavy aux, ~2 % general),
+    /// but over mostly general scalars (Poseidon-heavy PoSt) it only adds the gather of the
+    /// general bases and, on a device, their upload beside the resident copy.
+    Auto,
+}
+
+/// The most scalars [`MsmMode::resolve`] looks at.
+pub const AUTO_SAMPLE: usize = 4096;
+
+impl MsmMode {
+    /// The mode an MSM over `scalars` runs in: [`MsmMode::Auto`] resolved by counting the
+    /// general ones among [`AUTO_SAMPLE`] scalars drawn along a Weyl sequence (every scalar
+    /// when there are fewer). The choice never changes the result, only its cost, so a
+    /// sample decides it without another pass over a 32 GiB partition's 4 GiB of aux; the
+    /// irrational stride keeps it from locking onto a circuit's periodic layout, as evenly
+    /// spaced picks could.
+    pub fn resolve(self, scalars: &[Scalar]) -> MsmMode {
+        let is_general = |s: &Scalar| !(bool::from(s.is_zero()) || *s == Scalar::ONE);
+        match self {
+            MsmMode::Auto => {
+                let n = scalars.len();
+                let (seen, general) = if n <= AUTO_SAMPLE {
+                    (n, scalars.iter().filter(|s| is_general(s)).count())
+                } else {
+                    // k·φ·2^64 mod 2^64, scaled to [0, n).
+                    let pick = |k: usize| (((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128 * n as u128) >> 64) as usize;
+                    (AUTO_SAMPLE, (0..AUTO_SAMPLE).filter(|&k| is_general(&scalars[pick(k)])).count())
+                };
+                if general * 3 <= seen {
+                    MsmMode::Split
+                } else {
+                    MsmMode::Plain
+                }
+            }
+            m => m,
+        }
+    }
+}
+
+/// The witness of one proof (its inputs, then its aux) as a device backend keeps it after
+/// the H step's upload, handed by [`Backend::matvec_quotient_msm_h`] to the prover's other
+/// MSMs so that they select, split and gather their scalars where the witness already is
+/// ([`Msm::msm_of_device_witness`]). Opaque here: only the backend that made it reads it.
+/// Its device memory is freed when the last clone is dropped.
+#[derive(Clone)]
+pub struct DeviceWitness(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl DeviceWitness {
+    /// Wraps a backend's own handle.
+    pub fn new<T: std::any::Any + Send + Sync>(handle: T) -> Self {
+        DeviceWitness(std::sync::Arc::new(handle))
+    }
+
+    /// The backend's handle, if this witness is of type `T` (made by that backend).
+    pub fn handle<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Debug for DeviceWitness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceWitness")
+    }
+}
+
 /// Variable-base MSM over one group.
 pub trait Msm<P: MsmPoint>: Send + Sync {
     /// `Σ scalars[i] · bases[i]`; the two slices have equal length.
@@ -204,6 +287,21 @@ pub trait Msm<P: MsmPoint>: Send + Sync {
         }
         let (gb, gs) = gather(bases, scalars, &split.general);
         Ok(ones + self.msm(&gb, &gs)?)
+    }
+
+    /// The MSM whose scalars are the aux values of `witness` picked by `density` (bit i: aux
+    /// i; every aux value when `None`), in `mode`, computed where the witness is: the device
+    /// selects, splits and gathers, the host walks nothing. `None` when this backend cannot
+    /// (a witness it did not make, bases it does not keep): the prover then selects and
+    /// splits on the host, as before. The default is `None`.
+    fn msm_of_device_witness(
+        &self,
+        _bases: &[P],
+        _witness: &DeviceWitness,
+        _density: Option<&[u64]>,
+        _mode: MsmMode,
+    ) -> Option<BackendResult<P::Curve>> {
+        None
     }
 }
 
@@ -304,16 +402,18 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
     /// where the quotient needs them. `witness_sent` is called (at most once) when the witness
     /// no longer needs the host — a device backend: after its upload; this default: first — so
     /// that the prover starts its memory-heavy side work (the L, A, B selections and splits)
-    /// then instead of competing with the witness copy.
+    /// then instead of competing with the witness copy. A device backend passes the witness it
+    /// keeps on the device ([`DeviceWitness`]) for those MSMs to read instead; this default
+    /// passes `None`.
     fn matvec_quotient_msm_h(
         &self,
         m: &Matrices,
         inputs: &[Scalar],
         aux: &[Scalar],
         h_bases: &[G1Affine],
-        witness_sent: &dyn Fn(),
+        witness_sent: &dyn Fn(Option<DeviceWitness>),
     ) -> BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
-        witness_sent();
+        witness_sent(None);
         let t = std::time::Instant::now();
         let e = self.mat_vec(m, inputs, aux)?;
         let mv = t.elapsed();
