@@ -53,6 +53,8 @@
 #    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
 #    MAPONLY=1 stops after the map is written; a map already in MAPDIR is not written again.
 #    DEVBUDGET (e.g. 24GiB) caps the GPU's resident SRS: the sector time a smaller card gets.
+#    PIPE_SIDES (default device; e.g. device,host): each pipeline run once per place the side
+#    MSMs take their scalars from (`--side-msms`); PROVERS: provers per device.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
 #    BACKEND (cuda) with `prove` — which verifies with verify_seal /
@@ -187,10 +189,13 @@ p)
         # MAPONLY=1 stops after writing the map, so the measured runs fit a later call.
         [ -n "${MAPONLY:-}" ] && exit 0
     fi
+    for side in $(echo "${PIPE_SIDES:-device}" | tr , ' '); do
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
-        step "pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
+        name="pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}-side-$side"
+        step "$name" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
             --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} ${DEVBUDGET:+--device-budget $DEVBUDGET} \
-            --json "$OUT/pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}.json"
+            --side-msms "$side" ${PROVERS:+--provers-per-device $PROVERS} --json "$OUT/$name.json"
+    done
     done
     ;;
 m)

@@ -173,6 +173,24 @@ pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backe
     make_backend_with(b, &cuzk_gpu::GpuOptions::default())
 }
 
+/// `--side-msms`: where a CUDA backend's side MSMs (L, A, B) get their scalars.
+#[derive(Clone, Debug, clap::Args)]
+pub struct SideMsmsArg {
+    /// Where the side MSMs (L, A, B) get their scalars on a CUDA backend: device (from the
+    /// witness kept on the GPU after its upload: selected, split and gathered there) or host
+    /// (the host selects and splits the aux, the layout before issue 23). Run once per value
+    /// to compare; the proofs are the same bytes.
+    #[arg(long = "side-msms", default_value = "device", value_parser = ["device", "host"])]
+    side_msms: String,
+}
+
+impl SideMsmsArg {
+    /// `--side-msms host`.
+    pub fn on_host(&self) -> bool {
+        self.side_msms == "host"
+    }
+}
+
 /// The seal proof of a `--sector-size` value (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
 pub fn proof_for(size: &str) -> Result<RegisteredSealProof> {
     Ok(sector::registered_proof(sector::parse_sector_size(size)?)?)

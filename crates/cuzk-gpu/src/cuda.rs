@@ -230,7 +230,8 @@ pub(crate) trait GpuCurve: MsmPoint {
     unsafe fn host(dev: i32, p: *const Self::Raw, s: *const blst::blst_fr, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     unsafe fn sum(h: Handle, map: *const u32, w: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
     /// sppark's MSM over resident bases with the scalars in device memory.
-    unsafe fn resident_dev(h: Handle, off: usize, s: *const std::ffi::c_void, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize) -> i32;
+    unsafe fn resident_dev(h: Handle, off: usize, s: *const std::ffi::c_void, n: usize, o: *mut Self::RawProj, m: *mut u8, c: usize)
+        -> i32;
     /// The 0/1/general split of an MSM over resident bases from device scalars
     /// (`ffi::cuzk_g1_witness_split`).
     #[allow(clippy::too_many_arguments)]
@@ -657,6 +658,9 @@ pub struct CudaBackend {
     stream_chunk: usize,
     /// The densities' device index lists, most recent last (at most [`SELECTIONS`]).
     selections: DeviceLock<Vec<Arc<Selection>>>,
+    /// The fused H step hands its device witness to the side MSMs
+    /// ([`CudaBackend::with_witness_hand_over`]).
+    hand_over_witness: bool,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -686,6 +690,7 @@ impl CudaBackend {
             witness_piece: WITNESS_PIECE_BYTES,
             stream_chunk: STREAM_CHUNK,
             selections: DeviceLock::new(Vec::new()),
+            hand_over_witness: true,
         })
     }
 
@@ -697,6 +702,14 @@ impl CudaBackend {
     pub fn with_msm_piece(mut self, points: usize) -> Self {
         self.msm_piece = points.max(RESIDENT_FROM);
         self.witness_piece = self.msm_piece.saturating_mul(std::mem::size_of::<Scalar>()).min(WITNESS_PIECE_BYTES);
+        self
+    }
+
+    /// With `false` the fused H step frees its witness after the mat-vec instead of handing it
+    /// to the side MSMs, which then select and split on the host (the layout before issue 23,
+    /// kept to compare); `true` is the default.
+    pub fn with_witness_hand_over(mut self, hand_over: bool) -> Self {
+        self.hand_over_witness = hand_over;
         self
     }
 
@@ -1380,7 +1393,20 @@ impl CudaBackend {
             .device_call("witness split", |m, c| unsafe {
                 // SAFETY: d_aux holds the aux (w.aux scalars) on this device, `sel` n indices
                 // below w.aux, `r` n resident bases; the outputs are plain out-parameters.
-                P::split(r.handle, d_aux, sel, n, one.as_ptr(), split_mode_code(mode), &mut ones, &mut gen_bases, &mut gen_scalars, &mut general, m, c)
+                P::split(
+                    r.handle,
+                    d_aux,
+                    sel,
+                    n,
+                    one.as_ptr(),
+                    split_mode_code(mode),
+                    &mut ones,
+                    &mut gen_bases,
+                    &mut gen_scalars,
+                    &mut general,
+                    m,
+                    c,
+                )
             })
             .map_err(dev_err)?;
         // Owned from here: freed on every path out.
@@ -1622,7 +1648,7 @@ impl Backend for CudaBackend {
             aux: aux.len(),
         });
         // The other MSMs read their scalars from it; it stays on the device until they end.
-        witness_sent(Some(witness.clone()));
+        witness_sent(Some(witness.clone()).filter(|_| self.hand_over_witness));
         let d_w = &witness.handle::<WitnessOnDevice>().expect("made just above").buf;
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();

@@ -7,8 +7,8 @@ use bellperson::groth16::{self, Parameters, Proof};
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
-use cuzk_core::group::prime::PrimeCurveAffine;
 use cuzk_core::groth16::MsmMode;
+use cuzk_core::group::prime::PrimeCurveAffine;
 use cuzk_core::mem::StageTracer;
 use cuzk_core::testing::{RandomCircuit, SatisfiedCircuit};
 use cuzk_pce::paramgen::{generate_for, Secrets};
@@ -227,7 +227,7 @@ impl HeldWitness {
         HeldWitness { cpu: CpuBackend::new(), decline_g2, from_witness: Default::default(), host_splits: Default::default() }
     }
 
-    fn from_witness<P: cuzk_core::backend::MsmPoint>(
+    fn msm_from_copy<P: cuzk_core::backend::MsmPoint>(
         &self,
         bases: &[P],
         w: &cuzk_core::backend::DeviceWitness,
@@ -266,7 +266,7 @@ macro_rules! held_witness_msm {
                 if $decline(self) {
                     return None;
                 }
-                self.from_witness(bases, w, density)
+                self.msm_from_copy(bases, w, density)
             }
         }
     };
@@ -329,7 +329,11 @@ fn the_side_msms_read_the_handed_over_witness_and_fall_back_to_the_host_where_de
         let mut t = Timings::default();
         let got = prove_witness(&b, &pce, &params, &w, r, s, MsmMode::Split, MatVecPlace::Backend, &tracer, &mut t).unwrap();
         assert_eq!(bytes(&got), bytes(&want), "decline G2 {decline_g2}: the proof differs from bellperson's");
-        assert_eq!(b.from_witness.load(SeqCst), from_witness, "decline G2 {decline_g2}: MSMs made from the witness (L, A, B in G1, B in G2)");
+        assert_eq!(
+            b.from_witness.load(SeqCst),
+            from_witness,
+            "decline G2 {decline_g2}: MSMs made from the witness (L, A, B in G1, B in G2)"
+        );
         assert_eq!(b.host_splits.load(SeqCst), host_splits, "decline G2 {decline_g2}: aux MSMs split on the host");
     }
 }

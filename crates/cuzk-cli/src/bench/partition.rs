@@ -102,9 +102,9 @@ pub struct Options {
     pub rs_seed: u64,
     /// MSM modes to measure, in order; empty: [`MsmMode::Split`] only.
     pub msm: Vec<MsmMode>,
-    /// Side MSMs (L, A, B) read their scalars from the witness the backend keeps on the
-    /// device, when it keeps one (else: selected and split on the host).
-    pub device_witness: bool,
+    /// The backend was told to leave the side MSMs on the host (`--side-msms host`), for the
+    /// report.
+    pub side_msms_on_host: bool,
 }
 
 /// One proof.
@@ -152,8 +152,8 @@ pub struct PartitionBench {
     pub backend_matvec_seconds: f64,
     pub backend_matvec_equal: bool,
     pub runs: Vec<Run>,
-    /// The side MSMs were offered the backend's device witness ([`Options::device_witness`]).
-    pub device_witness: bool,
+    /// The side MSMs were left on the host ([`Options::side_msms_on_host`]).
+    pub side_msms_on_host: bool,
     /// The backend's own H-step schedule ([`Backend::overlap_h`]).
     pub backend_overlaps: bool,
     /// The schedule of the two medians below: the backend's own when it was measured, else
@@ -271,7 +271,7 @@ pub fn run(
     let modes = if o.msm.is_empty() { vec![MsmMode::Split] } else { o.msm.clone() };
     let combos = combinations(&schedules, &modes, &places);
     for &(overlap, msm, place) in &combos {
-        let scheduled = Scheduled::new(backend, overlap).with_device_witness(o.device_witness);
+        let scheduled = Scheduled::new(backend, overlap);
         for rep in 0..o.reps.max(1) {
             let evals = match place {
                 MatVecPlace::Backend => Evals::Matrices(pce.matrices()),
@@ -326,7 +326,7 @@ pub fn run(
         proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
         proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),
         runs,
-        device_witness: o.device_witness,
+        side_msms_on_host: o.side_msms_on_host,
         rss_after_srs_bytes,
         peak_rss_bytes: mem::snapshot().peak_bytes,
         resident_after: backend.resident_report(),

@@ -52,6 +52,8 @@ pub struct PipelineArgs {
     /// points) or sppark (sppark's for every size).
     #[arg(long, default_value = "cuzk", value_parser = crate::cmd::bench::msm_kernel)]
     msm_kernel: cuzk_gpu::MsmKernel,
+    #[command(flatten)]
+    side_msms: crate::args::SideMsmsArg,
     /// Proofs run together (and discarded) before the measured ones, so that one-time
     /// allocations (thread pools, allocator arenas of every stage thread, the device SRS
     /// upload) are not counted as leaks. Default: j + 2, enough to fill every stage once. With
@@ -127,6 +129,8 @@ struct OldReport {
 struct Report {
     c1: String,
     backend: String,
+    /// `--side-msms host`: the side MSMs selected and split on the host.
+    side_msms_on_host: bool,
     devices: Vec<String>,
     threads: usize,
     jobs: usize,
@@ -285,7 +289,12 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let (static_rss, static_anon) = (loaded.rss_bytes, loaded.anon_bytes);
     let devices = make_devices_with(
         a.backend,
-        &cuzk_gpu::GpuOptions { resident_budget: a.device_budget, msm_kernel: a.msm_kernel, ..Default::default() },
+        &cuzk_gpu::GpuOptions {
+            resident_budget: a.device_budget,
+            msm_kernel: a.msm_kernel,
+            side_msms_on_host: a.side_msms.on_host(),
+            ..Default::default()
+        },
     )?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
     let ws = WorkingSet::at(&pce, matvec);
@@ -375,6 +384,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let report = Report {
         c1: a.c1.display().to_string(),
         backend: backend_name,
+        side_msms_on_host: a.side_msms.on_host(),
         devices: devices.iter().map(|d| d.name.clone()).collect(),
         threads: rayon::current_num_threads(),
         jobs: a.jobs,

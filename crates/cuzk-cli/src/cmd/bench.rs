@@ -583,12 +583,8 @@ pub struct PartitionArgs {
     /// scalars are general, as the engine does).
     #[arg(long, value_delimiter = ',', default_value = "split")]
     msm: Vec<MsmModeArg>,
-    /// Where the side MSMs (L, A, B) get their scalars: device (from the witness the CUDA
-    /// backend keeps after its upload: selected, split and gathered on the GPU) or host (the
-    /// host selects and splits the aux, as before issue 23). Run the bench once per value to
-    /// compare; the proofs are the same bytes.
-    #[arg(long, default_value = "device", value_parser = ["device", "host"])]
-    side_msms: String,
+    #[command(flatten)]
+    side_msms: crate::args::SideMsmsArg,
     #[arg(long)]
     json: Option<PathBuf>,
 }
@@ -636,12 +632,18 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     } = a;
     let backend = crate::args::make_backend_with(
         backend,
-        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, msm_kernel, ..Default::default() },
+        &cuzk_gpu::GpuOptions {
+            resident_budget: device_budget,
+            msm_piece_log2,
+            msm_kernel,
+            side_msms_on_host: side_msms.on_host(),
+            ..Default::default()
+        },
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
-    let device_witness = side_msms == "device";
-    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, device_witness };
+    let side_msms_on_host = side_msms.on_host();
+    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, side_msms_on_host };
     let r = match (c1, post, update) {
         (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;
@@ -695,6 +697,7 @@ fn print_partition(r: &PartitionBench) {
         "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
         r.partition, r.input, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
     );
+    println!("  side MSMs' scalars: {}", if r.side_msms_on_host { "host (selected and split there)" } else { "device witness, where the backend keeps one" });
     println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
     println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
     println!("  CPU mat-vec    {:>8.3} s  ({:.1} core-s)", r.cpu_matvec_seconds, r.cpu_matvec_cpu_seconds);

@@ -1,8 +1,7 @@
 //! [`Scheduled`]: any backend with the prover's H-step schedule chosen by the caller instead
-//! of by the backend ([`Backend::overlap_h`]), and optionally without its device witness (the
-//! side MSMs then select and split on the host, the layout before issue 23). Benchmarks use it
-//! to time both ways on one device in one run; the suite without a GPU uses it to run the
-//! overlapped schedule, which device backends ask for, on the CPU backend.
+//! of by the backend ([`Backend::overlap_h`]). Benchmarks use it to time both schedules on one
+//! device in one run; the suite without a GPU uses it to run the overlapped schedule, which
+//! device backends ask for, on the CPU backend.
 
 use blstrs::{G1Affine, G1Projective, Scalar};
 
@@ -12,20 +11,12 @@ use super::{Backend, BackendResult, Matrices};
 pub struct Scheduled<'a> {
     inner: &'a dyn Backend,
     overlap: bool,
-    device_witness: bool,
 }
 
 impl<'a> Scheduled<'a> {
     /// Wraps `inner`, answering [`Backend::overlap_h`] with `overlap`.
     pub fn new(inner: &'a dyn Backend, overlap: bool) -> Self {
-        Scheduled { inner, overlap, device_witness: true }
-    }
-
-    /// With `false`, the witness `inner` hands over after its upload is dropped instead of
-    /// passed on: the side MSMs select and split on the host.
-    pub fn with_device_witness(mut self, pass_on: bool) -> Self {
-        self.device_witness = pass_on;
-        self
+        Scheduled { inner, overlap }
     }
 
     fn inner(&self) -> &dyn Backend {
@@ -74,7 +65,6 @@ impl Backend for Scheduled<'_> {
         h_bases: &[G1Affine],
         witness_sent: &dyn Fn(Option<super::DeviceWitness>),
     ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
-        let pass_on = |w: Option<super::DeviceWitness>| witness_sent(w.filter(|_| self.device_witness));
-        self.inner.matvec_quotient_msm_h(m, inputs, aux, h_bases, &pass_on)
+        self.inner.matvec_quotient_msm_h(m, inputs, aux, h_bases, witness_sent)
     }
 }
