@@ -1467,47 +1467,33 @@ impl MatVec for CudaBackend {
     }
 }
 
-impl Msm<G1Affine> for CudaBackend {
-    fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
-        self.msm_gpu(bases, scalars, true)
-    }
-    fn sum_selected(&self, bases: &[G1Affine], indices: &[u32]) -> BackendResult<blstrs::G1Projective> {
-        self.sum_gpu(bases, indices)
-    }
-    fn msm_of_device_witness(
-        &self,
-        bases: &[G1Affine],
-        w: &cuzk_core::backend::DeviceWitness,
-        density: Option<&[u64]>,
-        mode: cuzk_core::backend::MsmMode,
-    ) -> Option<BackendResult<blstrs::G1Projective>> {
-        self.witness_msm(bases, w, density, mode)
-    }
-    fn msm_split(&self, bases: &[G1Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G1Projective> {
-        self.split_gpu(bases, scalars)
-    }
+/// Each group's MSMs through the generic methods above.
+macro_rules! cuda_msm {
+    ($aff:ty, $proj:ty) => {
+        impl Msm<$aff> for CudaBackend {
+            fn msm(&self, bases: &[$aff], scalars: &[Scalar]) -> BackendResult<$proj> {
+                self.msm_gpu(bases, scalars, true)
+            }
+            fn sum_selected(&self, bases: &[$aff], indices: &[u32]) -> BackendResult<$proj> {
+                self.sum_gpu(bases, indices)
+            }
+            fn msm_of_device_witness(
+                &self,
+                bases: &[$aff],
+                w: &cuzk_core::backend::DeviceWitness,
+                density: Option<&[u64]>,
+                mode: cuzk_core::backend::MsmMode,
+            ) -> Option<BackendResult<$proj>> {
+                self.witness_msm(bases, w, density, mode)
+            }
+            fn msm_split(&self, bases: &[$aff], scalars: &[Scalar]) -> BackendResult<$proj> {
+                self.split_gpu(bases, scalars)
+            }
+        }
+    };
 }
-
-impl Msm<G2Affine> for CudaBackend {
-    fn msm(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
-        self.msm_gpu(bases, scalars, true)
-    }
-    fn sum_selected(&self, bases: &[G2Affine], indices: &[u32]) -> BackendResult<blstrs::G2Projective> {
-        self.sum_gpu(bases, indices)
-    }
-    fn msm_of_device_witness(
-        &self,
-        bases: &[G2Affine],
-        w: &cuzk_core::backend::DeviceWitness,
-        density: Option<&[u64]>,
-        mode: cuzk_core::backend::MsmMode,
-    ) -> Option<BackendResult<blstrs::G2Projective>> {
-        self.witness_msm(bases, w, density, mode)
-    }
-    fn msm_split(&self, bases: &[G2Affine], scalars: &[Scalar]) -> BackendResult<blstrs::G2Projective> {
-        self.split_gpu(bases, scalars)
-    }
-}
+cuda_msm!(G1Affine, blstrs::G1Projective);
+cuda_msm!(G2Affine, blstrs::G2Projective);
 
 fn kind_code(k: NttKind) -> i32 {
     match k {

@@ -697,7 +697,10 @@ fn print_partition(r: &PartitionBench) {
         "partition {} of {}: {} constraints, {} inputs, {} aux, {} non-zeros, domain 2^{}, {} threads, backend {}",
         r.partition, r.input, r.constraints, r.inputs, r.aux, r.nnz, r.domain_log2, r.threads, r.backend
     );
-    println!("  side MSMs' scalars: {}", if r.side_msms_on_host { "host (selected and split there)" } else { "device witness, where the backend keeps one" });
+    println!(
+        "  side MSMs' scalars: {}",
+        if r.side_msms_on_host { "host (selected and split there)" } else { "device witness, where the backend keeps one" }
+    );
     println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
     println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
     println!("  CPU mat-vec    {:>8.3} s  ({:.1} core-s)", r.cpu_matvec_seconds, r.cpu_matvec_cpu_seconds);
