@@ -1679,6 +1679,22 @@ mod tests {
 
     use super::*;
 
+    /// A density's device selection is every aux index whose bit is set, ascending, none at
+    /// or past the aux's length (a density's last word may carry bits there), and the hash
+    /// tells densities apart that differ in one bit.
+    #[test]
+    fn a_selection_lists_the_set_bits_below_the_aux_in_order() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let density: Vec<u64> = (0..9).map(|_| rand::Rng::gen::<u64>(&mut rng)).collect();
+        for aux in [0, 1, 63, 64, 65, 500, 9 * 64, 9 * 64 + 100] {
+            let naive: Vec<u32> = (0..aux.min(9 * 64)).filter(|&i| density[i / 64] >> (i % 64) & 1 == 1).map(|i| i as u32).collect();
+            assert_eq!(selected_indices(&density, aux), naive, "aux {aux}");
+        }
+        let mut other = density.clone();
+        other[4] ^= 1 << 17;
+        assert_ne!(density_hash(&density), density_hash(&other));
+    }
+
     /// Every piece of the staged upload holds exactly its range of inputs-then-aux, for pieces
     /// inside the inputs, across their end, and inside the aux, with a short last piece.
     #[test]
