@@ -690,7 +690,7 @@ impl CudaBackend {
             witness_piece: WITNESS_PIECE_BYTES,
             stream_chunk: STREAM_CHUNK,
             selections: DeviceLock::new(Vec::new()),
-            hand_over_witness: true,
+            hand_over_witness: false,
         })
     }
 
@@ -705,9 +705,10 @@ impl CudaBackend {
         self
     }
 
-    /// With `false` the fused H step frees its witness after the mat-vec instead of handing it
-    /// to the side MSMs, which then select and split on the host (the layout before issue 23,
-    /// kept to compare); `true` is the default.
+    /// With `true` the fused H step hands its witness to the side MSMs, which then select,
+    /// split and gather on the device; with `false` (the default until the conformance suite
+    /// has passed on a device this way) it frees the witness after the mat-vec and they work
+    /// on the host.
     pub fn with_witness_hand_over(mut self, hand_over: bool) -> Self {
         self.hand_over_witness = hand_over;
         self

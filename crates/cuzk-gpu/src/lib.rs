@@ -148,10 +148,11 @@ pub struct GpuOptions {
     /// driver; smaller ones stay with sppark (`None`: [`DRIVER_FROM_LOG2`]). For tests that
     /// run the driver at small sizes.
     pub msm_driver_from_log2: Option<u32>,
-    /// The side MSMs (L, A, B) select and split their scalars on the host, as before issue 23,
-    /// instead of on the witness the backend keeps on the device after its upload (the
-    /// default, `false`). Kept to compare both layouts on one device.
-    pub side_msms_on_host: bool,
+    /// The side MSMs (L, A, B) read their scalars from the witness the backend keeps on the
+    /// device after its upload: selected, split and gathered there (issue 23). Off by default
+    /// (`false`: selected and split on the host, the layout validated on GPUs) until the
+    /// conformance suite has passed on a device with it on.
+    pub side_msms_on_device: bool,
 }
 
 /// Below 2^21 points cuzk's driver measured no faster than sppark (RESULTS, 2026-12-07).
@@ -243,7 +244,7 @@ pub fn open_with(device: usize, options: &GpuOptions) -> Result<Box<dyn Backend>
         if let Some(k) = options.msm_piece_log2 {
             b = b.with_msm_piece(1usize.checked_shl(k).unwrap_or(usize::MAX));
         }
-        Ok(Box::new(b.with_driver_from(options.driver_from()).with_witness_hand_over(!options.side_msms_on_host)))
+        Ok(Box::new(b.with_driver_from(options.driver_from()).with_witness_hand_over(options.side_msms_on_device)))
     }
     #[cfg(not(feature = "cuda"))]
     {

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use cuzk_core::backend::conformance::{assert_passes, Scale};
+use cuzk_core::backend::conformance::{assert_passes, assert_passes_with, Scale};
 use cuzk_gpu::GpuError;
 
 /// A line that shows in `cargo test` output even for a passing test.
@@ -33,10 +33,13 @@ fn cuda_backend_conformance_or_skipped() {
 /// 2^18-point MSMs and the full-scale quotient's H MSM (2^18 − 1 scalars on the device, a
 /// short last piece) each run as several device calls, and the full-scale mat-vec's 6 MB
 /// witness goes up in three 2 MiB pieces (a short last one): the same results as the CPU.
+/// The side MSMs run on the device witness here, which the suite then requires to be handed
+/// over and read (split, plain and auto; every aux, density selections, G1 and G2).
 #[test]
 fn cuda_backend_conformance_in_msm_pieces_or_skipped() {
-    match cuzk_gpu::open_with(0, &cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), ..Default::default() }) {
-        Ok(b) => assert_passes(b.as_ref(), 11, Scale::Full),
+    let options = cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), side_msms_on_device: true, ..Default::default() };
+    match cuzk_gpu::open_with(0, &options) {
+        Ok(b) => assert_passes_with(b.as_ref(), 11, Scale::Full, true),
         Err(e) => {
             say_skipped("cuda_backend_conformance_in_msm_pieces", &e);
             assert!(matches!(e, GpuError::NoDevice(_) | GpuError::NotBuilt), "{e}");

@@ -102,9 +102,9 @@ pub struct Options {
     pub rs_seed: u64,
     /// MSM modes to measure, in order; empty: [`MsmMode::Split`] only.
     pub msm: Vec<MsmMode>,
-    /// The backend was told to leave the side MSMs on the host (`--side-msms host`), for the
-    /// report.
-    pub side_msms_on_host: bool,
+    /// The backend was told to run the side MSMs on its device witness (`--side-msms
+    /// device`), for the report.
+    pub side_msms_on_device: bool,
 }
 
 /// One proof.
@@ -152,8 +152,8 @@ pub struct PartitionBench {
     pub backend_matvec_seconds: f64,
     pub backend_matvec_equal: bool,
     pub runs: Vec<Run>,
-    /// The side MSMs were left on the host ([`Options::side_msms_on_host`]).
-    pub side_msms_on_host: bool,
+    /// The side MSMs ran on the device witness ([`Options::side_msms_on_device`]).
+    pub side_msms_on_device: bool,
     /// The backend's own H-step schedule ([`Backend::overlap_h`]).
     pub backend_overlaps: bool,
     /// The schedule of the two medians below: the backend's own when it was measured, else
@@ -326,7 +326,7 @@ pub fn run(
         proofs_equal: !proofs.is_empty() && proofs.iter().all(|p| *p == proofs[0]),
         proof_hex: proofs.first().map(hex::encode).unwrap_or_default(),
         runs,
-        side_msms_on_host: o.side_msms_on_host,
+        side_msms_on_device: o.side_msms_on_device,
         rss_after_srs_bytes,
         peak_rss_bytes: mem::snapshot().peak_bytes,
         resident_after: backend.resident_report(),

@@ -129,8 +129,8 @@ struct OldReport {
 struct Report {
     c1: String,
     backend: String,
-    /// `--side-msms host`: the side MSMs selected and split on the host.
-    side_msms_on_host: bool,
+    /// `--side-msms device`: the side MSMs on the device witness.
+    side_msms_on_device: bool,
     devices: Vec<String>,
     threads: usize,
     jobs: usize,
@@ -292,7 +292,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         &cuzk_gpu::GpuOptions {
             resident_budget: a.device_budget,
             msm_kernel: a.msm_kernel,
-            side_msms_on_host: a.side_msms.on_host(),
+            side_msms_on_device: a.side_msms.on_device(),
             ..Default::default()
         },
     )?;
@@ -384,7 +384,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let report = Report {
         c1: a.c1.display().to_string(),
         backend: backend_name,
-        side_msms_on_host: a.side_msms.on_host(),
+        side_msms_on_device: a.side_msms.on_device(),
         devices: devices.iter().map(|d| d.name.clone()).collect(),
         threads: rayon::current_num_threads(),
         jobs: a.jobs,

@@ -636,14 +636,14 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
             resident_budget: device_budget,
             msm_piece_log2,
             msm_kernel,
-            side_msms_on_host: side_msms.on_host(),
+            side_msms_on_device: side_msms.on_device(),
             ..Default::default()
         },
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
-    let side_msms_on_host = side_msms.on_host();
-    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, side_msms_on_host };
+    let side_msms_on_device = side_msms.on_device();
+    let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, side_msms_on_device };
     let r = match (c1, post, update) {
         (Some(c1), _, _) => {
             let (c1, id) = load_input(&c1, &sector)?;
@@ -699,7 +699,7 @@ fn print_partition(r: &PartitionBench) {
     );
     println!(
         "  side MSMs' scalars: {}",
-        if r.side_msms_on_host { "host (selected and split there)" } else { "device witness, where the backend keeps one" }
+        if r.side_msms_on_device { "device witness, where the backend keeps one" } else { "host (selected and split there)" }
     );
     println!("  PCE {:.1} s ({:.2} GiB)", r.pce_seconds, gib(r.pce_bytes as u64));
     println!("  witness        {:>8.3} s  ({:.1} core-s)", r.witness_seconds, r.witness_cpu_seconds);
