@@ -1,11 +1,19 @@
 //! Test circuits shared by the crates' test suites: a seeded random R1CS that interleaves
 //! `alloc_input`, `alloc` and `enforce` (the pattern that breaks naive column bookkeeping),
 //! with witness values that are mostly 0 and 1, and coefficients ±1, small, random and
-//! cancelling (`x − x`).
+//! cancelling (`x − x`); and [`WitnessKeepingCpu`], a CPU backend that hands its witness
+//! over to the side MSMs as a device backend does.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError};
-use blstrs::Scalar;
+use blstrs::{G1Affine, G1Projective, G2Affine, Scalar};
 use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Group;
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Backend, BackendResult, DeviceWitness, Evaluations, MatVec, Matrices, Msm, MsmMode, MsmPoint, Ntt, NttKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -122,5 +130,133 @@ impl Circuit<Scalar> for SatisfiedCircuit {
             vars.push((yv, y));
         }
         Ok(())
+    }
+}
+
+/// A CPU backend that hands its witness over as a device backend does: after the fused H
+/// step it passes a [`DeviceWitness`] holding its own copy of the aux, from which it computes
+/// the side MSMs itself (selecting by the density it is given, on the CPU). It overlaps the H
+/// step as the CUDA backend does. For tests of the prover's hand-over and of the conformance
+/// case over device witnesses, without a GPU.
+pub struct WitnessKeepingCpu {
+    cpu: CpuBackend,
+    /// Declines the G2 MSM over the witness (the prover must then select and split on the host).
+    decline_g2: bool,
+    /// Adds the group's generator to every MSM over the witness: a wrong backend.
+    skew: bool,
+    /// MSMs computed from the witness.
+    pub from_witness: AtomicUsize,
+    /// `msm_split` calls (the prover splitting on the host).
+    pub host_splits: AtomicUsize,
+}
+
+/// What [`WitnessKeepingCpu`] keeps "on the device".
+struct AuxCopy(Vec<Scalar>);
+
+impl WitnessKeepingCpu {
+    /// A correct stand-in that computes every MSM over the witness it is offered.
+    pub fn new() -> Self {
+        WitnessKeepingCpu {
+            cpu: CpuBackend::new(),
+            decline_g2: false,
+            skew: false,
+            from_witness: AtomicUsize::new(0),
+            host_splits: AtomicUsize::new(0),
+        }
+    }
+
+    /// The same, declining B in G2's MSM over the witness (as a device backend declines bases
+    /// it does not keep).
+    pub fn declining_g2(mut self, decline: bool) -> Self {
+        self.decline_g2 = decline;
+        self
+    }
+
+    /// The same, with every MSM over the witness off by the group's generator.
+    pub fn skewed(mut self) -> Self {
+        self.skew = true;
+        self
+    }
+
+    fn msm_from_copy<P: MsmPoint>(&self, bases: &[P], w: &DeviceWitness, density: Option<&[u64]>) -> Option<BackendResult<P::Curve>> {
+        let aux = &w.handle::<AuxCopy>()?.0;
+        self.from_witness.fetch_add(1, Ordering::SeqCst);
+        let picked: Vec<Scalar> = match density {
+            None => aux.clone(),
+            Some(d) => aux.iter().enumerate().filter(|(i, _)| crate::bits::bit(d, *i)).map(|(_, s)| *s).collect(),
+        };
+        let skew = if self.skew { P::generator().to_curve() } else { P::Curve::identity() };
+        Some(P::msm_of(&self.cpu).msm(bases, &picked).map(|v| v + skew))
+    }
+}
+
+impl Default for WitnessKeepingCpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+macro_rules! witness_keeping_msm {
+    ($p:ty, $declines:expr) => {
+        impl Msm<$p> for WitnessKeepingCpu {
+            fn msm(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as PrimeCurveAffine>::Curve> {
+                Msm::<$p>::msm(&self.cpu, bases, scalars)
+            }
+            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> BackendResult<<$p as PrimeCurveAffine>::Curve> {
+                Msm::<$p>::sum_selected(&self.cpu, bases, indices)
+            }
+            fn msm_split(&self, bases: &[$p], scalars: &[Scalar]) -> BackendResult<<$p as PrimeCurveAffine>::Curve> {
+                self.host_splits.fetch_add(1, Ordering::SeqCst);
+                Msm::<$p>::msm_split(&self.cpu, bases, scalars)
+            }
+            fn msm_of_device_witness(
+                &self,
+                bases: &[$p],
+                w: &DeviceWitness,
+                density: Option<&[u64]>,
+                _mode: MsmMode,
+            ) -> Option<BackendResult<<$p as PrimeCurveAffine>::Curve>> {
+                if $declines(self) {
+                    return None;
+                }
+                self.msm_from_copy(bases, w, density)
+            }
+        }
+    };
+}
+witness_keeping_msm!(G1Affine, |_: &WitnessKeepingCpu| false);
+witness_keeping_msm!(G2Affine, |b: &WitnessKeepingCpu| b.decline_g2);
+
+impl Ntt for WitnessKeepingCpu {
+    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
+        self.cpu.ntt(data, kind)
+    }
+}
+
+impl MatVec for WitnessKeepingCpu {
+    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
+        self.cpu.mat_vec(m, inputs, aux)
+    }
+}
+
+impl Backend for WitnessKeepingCpu {
+    fn name(&self) -> &str {
+        "witness-keeping cpu"
+    }
+
+    fn overlap_h(&self) -> bool {
+        true
+    }
+
+    fn matvec_quotient_msm_h(
+        &self,
+        m: &Matrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+        witness_sent: &dyn Fn(Option<DeviceWitness>),
+    ) -> BackendResult<(G1Projective, std::time::Duration, std::time::Duration)> {
+        witness_sent(Some(DeviceWitness::new(AuxCopy(aux.to_vec()))));
+        self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases, &|_| {})
     }
 }

@@ -8,7 +8,6 @@ use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::groth16::MsmMode;
-use cuzk_core::group::prime::PrimeCurveAffine;
 use cuzk_core::mem::StageTracer;
 use cuzk_core::testing::{RandomCircuit, SatisfiedCircuit};
 use cuzk_pce::paramgen::{generate_for, Secrets};
@@ -207,112 +206,6 @@ fn the_side_msms_start_once_the_witness_is_sent_and_never_wait_for_a_failed_h_st
     assert!(failing.first_side_call.lock().unwrap().is_some(), "the side MSMs were let through when the H step ended");
 }
 
-/// A CPU backend, overlapped like the CUDA one, that hands over the witness as a device
-/// backend does: a [`cuzk_core::backend::DeviceWitness`] holding its own copy of the aux,
-/// from which it computes the side MSMs itself (selecting by the density it is given). With
-/// `decline_g2` it refuses B in G2, which the prover must then select and split on the host.
-/// Counts the MSMs made from the witness and the host splits.
-struct HeldWitness {
-    cpu: CpuBackend,
-    decline_g2: bool,
-    from_witness: std::sync::atomic::AtomicUsize,
-    host_splits: std::sync::atomic::AtomicUsize,
-}
-
-/// What [`HeldWitness`] keeps "on the device".
-struct AuxCopy(Vec<Scalar>);
-
-impl HeldWitness {
-    fn new(decline_g2: bool) -> Self {
-        HeldWitness { cpu: CpuBackend::new(), decline_g2, from_witness: Default::default(), host_splits: Default::default() }
-    }
-
-    fn msm_from_copy<P: cuzk_core::backend::MsmPoint>(
-        &self,
-        bases: &[P],
-        w: &cuzk_core::backend::DeviceWitness,
-        density: Option<&[u64]>,
-    ) -> Option<cuzk_core::backend::BackendResult<P::Curve>> {
-        let aux = &w.handle::<AuxCopy>()?.0;
-        self.from_witness.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let scalars = match density {
-            None => aux.clone(),
-            Some(d) => cuzk_core::groth16::select(aux, d),
-        };
-        Some(P::msm_of(&self.cpu).msm(bases, &scalars))
-    }
-}
-
-macro_rules! held_witness_msm {
-    ($p:ty, $decline:expr) => {
-        impl cuzk_core::backend::Msm<$p> for HeldWitness {
-            fn msm(&self, bases: &[$p], scalars: &[Scalar]) -> cuzk_core::backend::BackendResult<<$p as PrimeCurveAffine>::Curve> {
-                cuzk_core::backend::Msm::<$p>::msm(&self.cpu, bases, scalars)
-            }
-            fn sum_selected(&self, bases: &[$p], indices: &[u32]) -> cuzk_core::backend::BackendResult<<$p as PrimeCurveAffine>::Curve> {
-                cuzk_core::backend::Msm::<$p>::sum_selected(&self.cpu, bases, indices)
-            }
-            fn msm_split(&self, bases: &[$p], scalars: &[Scalar]) -> cuzk_core::backend::BackendResult<<$p as PrimeCurveAffine>::Curve> {
-                self.host_splits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                cuzk_core::backend::Msm::<$p>::msm_split(&self.cpu, bases, scalars)
-            }
-            fn msm_of_device_witness(
-                &self,
-                bases: &[$p],
-                w: &cuzk_core::backend::DeviceWitness,
-                density: Option<&[u64]>,
-                _mode: MsmMode,
-            ) -> Option<cuzk_core::backend::BackendResult<<$p as PrimeCurveAffine>::Curve>> {
-                if $decline(self) {
-                    return None;
-                }
-                self.msm_from_copy(bases, w, density)
-            }
-        }
-    };
-}
-held_witness_msm!(blstrs::G1Affine, |_: &HeldWitness| false);
-held_witness_msm!(blstrs::G2Affine, |h: &HeldWitness| h.decline_g2);
-
-impl cuzk_core::backend::Ntt for HeldWitness {
-    fn ntt(&self, data: &mut [Scalar], kind: cuzk_core::backend::NttKind) -> cuzk_core::backend::BackendResult<()> {
-        self.cpu.ntt(data, kind)
-    }
-}
-
-impl cuzk_core::backend::MatVec for HeldWitness {
-    fn mat_vec(
-        &self,
-        m: &cuzk_core::backend::Matrices,
-        inputs: &[Scalar],
-        aux: &[Scalar],
-    ) -> cuzk_core::backend::BackendResult<cuzk_core::backend::Evaluations> {
-        self.cpu.mat_vec(m, inputs, aux)
-    }
-}
-
-impl cuzk_core::backend::Backend for HeldWitness {
-    fn name(&self) -> &str {
-        "held-witness"
-    }
-
-    fn overlap_h(&self) -> bool {
-        true
-    }
-
-    fn matvec_quotient_msm_h(
-        &self,
-        m: &cuzk_core::backend::Matrices,
-        inputs: &[Scalar],
-        aux: &[Scalar],
-        h_bases: &[blstrs::G1Affine],
-        witness_sent: &dyn Fn(Option<cuzk_core::backend::DeviceWitness>),
-    ) -> cuzk_core::backend::BackendResult<(blstrs::G1Projective, std::time::Duration, std::time::Duration)> {
-        witness_sent(Some(cuzk_core::backend::DeviceWitness::new(AuxCopy(aux.to_vec()))));
-        self.cpu.matvec_quotient_msm_h(m, inputs, aux, h_bases, &|_| {})
-    }
-}
-
 #[test]
 fn the_side_msms_read_the_handed_over_witness_and_fall_back_to_the_host_where_declined() {
     use cuzk_pce::prove::{prove_witness, MatVecPlace};
@@ -325,7 +218,7 @@ fn the_side_msms_read_the_handed_over_witness_and_fall_back_to_the_host_where_de
     let want = groth16::create_proof(circuit.clone(), &params, r, s).unwrap();
     let tracer = StageTracer::new();
     for (decline_g2, from_witness, host_splits) in [(false, 4, 0), (true, 3, 1)] {
-        let b = HeldWitness::new(decline_g2);
+        let b = cuzk_core::testing::WitnessKeepingCpu::new().declining_g2(decline_g2);
         let mut t = Timings::default();
         let got = prove_witness(&b, &pce, &params, &w, r, s, MsmMode::Split, MatVecPlace::Backend, &tracer, &mut t).unwrap();
         assert_eq!(bytes(&got), bytes(&want), "decline G2 {decline_g2}: the proof differs from bellperson's");
