@@ -108,6 +108,10 @@ pub struct EngineSection {
     /// over sppark's kernels from 2^21 points, the default: 10–15 % faster on an H100) or
     /// "sppark" (sppark's, the reference).
     pub msm_kernel: String,
+    /// Where the GPU's side MSMs (L, A, B) get their scalars: "host" (selected and split on
+    /// the host, the default) or "device" (from the witness the GPU keeps after its upload:
+    /// selected, split and gathered there; not yet validated on a GPU).
+    pub side_msms: String,
 }
 
 impl Default for EngineSection {
@@ -129,6 +133,7 @@ impl Default for EngineSection {
             msm_piece_log2: 25,
             urgent_grace_ms: cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS,
             msm_kernel: "cuzk".into(),
+            side_msms: "host".into(),
         }
     }
 }
@@ -344,6 +349,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("CUZK_MSM_PIECE_LOG2", "engine.msm_piece_log2"),
     ("CUZK_URGENT_GRACE_MS", "engine.urgent_grace_ms"),
     ("CUZK_MSM_KERNEL", "engine.msm_kernel"),
+    ("CUZK_SIDE_MSMS", "engine.side_msms"),
     ("CUZK_PRELOAD", "srs.preload"),
     ("CUZK_IDLE_EVICT_S", "srs.idle_evict_s"),
     ("CUZK_SRS_DEVICE_BUDGET", "srs.device_budget"),
@@ -428,6 +434,7 @@ impl DaemonConfig {
             "engine.msm_piece_log2" => self.engine.msm_piece_log2 = num(v)? as u32,
             "engine.urgent_grace_ms" => self.engine.urgent_grace_ms = num(v)?.min(u32::MAX as usize) as u32,
             "engine.msm_kernel" => self.engine.msm_kernel = v.trim().into(),
+            "engine.side_msms" => self.engine.side_msms = v.trim().into(),
             "srs.preload" => self.srs.preload = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
             "srs.idle_evict_s" => self.srs.idle_evict_s = num(v)? as u64,
             "srs.device_budget" => self.srs.device_budget = v.trim().into(),
@@ -489,6 +496,9 @@ impl DaemonConfig {
         }
         if !["cuzk", "sppark"].contains(&self.engine.msm_kernel.as_str()) {
             return bad("engine.msm_kernel", format!("{:?} is not cuzk or sppark", self.engine.msm_kernel));
+        }
+        if !["host", "device"].contains(&self.engine.side_msms.as_str()) {
+            return bad("engine.side_msms", format!("{:?} is not host or device", self.engine.side_msms));
         }
         if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
@@ -722,6 +732,10 @@ mod tests {
         assert!(e.contains("CUZK_MSM_KERNEL") && e.contains("cuzk or sppark"), "{e}");
         let kernel = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_MSM_KERNEL").then(|| v.into())).unwrap().engine.msm_kernel;
         assert_eq!((kernel("sppark"), DaemonConfig::load(None, |_| None).unwrap().engine.msm_kernel), ("sppark".into(), "cuzk".into()));
+        let e = DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| "gpu".into())).unwrap_err().to_string();
+        assert!(e.contains("CUZK_SIDE_MSMS") && e.contains("host or device"), "{e}");
+        let side = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| v.into())).unwrap().engine.side_msms;
+        assert_eq!((side("device"), DaemonConfig::load(None, |_| None).unwrap().engine.side_msms), ("device".into(), "host".into()));
     }
 
     #[test]
