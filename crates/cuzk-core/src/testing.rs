@@ -13,7 +13,7 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, BackendResult, DeviceWitness, Evaluations, MatVec, Matrices, Msm, MsmMode, MsmPoint, Ntt, NttKind};
+use crate::backend::{Backend, BackendResult, DeviceWitness, Matrices, Msm, MsmMode, MsmPoint};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -178,6 +178,10 @@ impl WitnessKeepingCpu {
         self
     }
 
+    fn inner(&self) -> &CpuBackend {
+        &self.cpu
+    }
+
     fn msm_from_copy<P: MsmPoint>(&self, bases: &[P], w: &DeviceWitness, density: Option<&[u64]>) -> Option<BackendResult<P::Curve>> {
         let aux = &w.handle::<AuxCopy>()?.0;
         self.from_witness.fetch_add(1, Ordering::SeqCst);
@@ -227,17 +231,7 @@ macro_rules! witness_keeping_msm {
 witness_keeping_msm!(G1Affine, |_: &WitnessKeepingCpu| false);
 witness_keeping_msm!(G2Affine, |b: &WitnessKeepingCpu| b.decline_g2);
 
-impl Ntt for WitnessKeepingCpu {
-    fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> BackendResult<()> {
-        self.cpu.ntt(data, kind)
-    }
-}
-
-impl MatVec for WitnessKeepingCpu {
-    fn mat_vec(&self, m: &Matrices, inputs: &[Scalar], aux: &[Scalar]) -> BackendResult<Evaluations> {
-        self.cpu.mat_vec(m, inputs, aux)
-    }
-}
+crate::backend_pass_through!(@ntt_matvec WitnessKeepingCpu, inner);
 
 impl Backend for WitnessKeepingCpu {
     fn name(&self) -> &str {

@@ -17,6 +17,10 @@ macro_rules! backend_pass_through {
     ($t:ty, $inner:ident) => {
         $crate::backend_pass_through!(@msm $t, $inner, $crate::G1Affine);
         $crate::backend_pass_through!(@msm $t, $inner, $crate::G2Affine);
+        $crate::backend_pass_through!(@ntt_matvec $t, $inner);
+    };
+    // Ntt and MatVec alone, for a wrapper with MSMs of its own.
+    (@ntt_matvec $t:ty, $inner:ident) => {
         impl $crate::backend::Ntt for $t {
             fn ntt(&self, data: &mut [$crate::Scalar], kind: $crate::backend::NttKind) -> $crate::backend::BackendResult<()> {
                 self.$inner().ntt(data, kind)
