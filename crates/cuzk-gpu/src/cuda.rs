@@ -1356,9 +1356,9 @@ impl CudaBackend {
         Ok(s)
     }
 
-    /// [`Msm::msm_of_device_witness`] for this backend: `None` for a witness it did not make
-    /// or bases too small to keep resident; `Ok(None)` when the bases do not fit the resident
-    /// budget (the prover then works on the host).
+    /// [`Msm::msm_of_device_witness`] for this backend: `None` (the prover then works on the
+    /// host) for a witness it did not make, bases too small to keep resident, or bases that
+    /// do not fit the resident budget.
     fn witness_msm<P: GpuCurve>(
         &self,
         bases: &[P],
@@ -1373,6 +1373,8 @@ impl CudaBackend {
         self.witness_msm_resident(bases, w, density, mode).transpose()
     }
 
+    /// The MSM over the device witness on resident bases; `Ok(None)` when the bases do not
+    /// fit the resident budget.
     fn witness_msm_resident<P: GpuCurve>(
         &self,
         bases: &[P],
