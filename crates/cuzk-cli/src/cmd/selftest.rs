@@ -22,7 +22,7 @@ use ff::Field;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::args::{make_backend, BackendArg, SectorArgs};
+use crate::args::{make_backend_with, BackendArg, SectorArgs};
 use crate::input::{bundled_c1, load_input, write_json};
 
 #[derive(Args)]
@@ -41,18 +41,26 @@ pub struct SelftestArgs {
     /// Proofs per backend (the first is cold; the median of the others is reported).
     #[arg(long, default_value_t = 3)]
     repeats: usize,
+    /// With `device`, the CUDA backend's side MSMs run on its device witness, and the
+    /// conformance suite requires the witness to be handed over and read: the check to pass
+    /// before setting `engine.side_msms = "device"`.
+    #[command(flatten)]
+    side_msms: crate::args::SideMsmsArg,
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 pub fn run(a: SelftestArgs) -> Result<ExitCode> {
-    let backend = make_backend(a.backend)?;
+    let on_device = a.side_msms.on_device();
+    let backend = make_backend_with(a.backend, &cuzk_gpu::GpuOptions { side_msms_on_device: on_device, ..Default::default() })?;
+    // Only a device backend (which overlaps its H step) keeps a witness to hand over.
+    let expect_device_witness = on_device && backend.overlap_h();
     let path = match a.c1 {
         Some(p) => p,
         None => bundled_c1()?,
     };
     let (c1, id) = load_input(&path, &a.sector)?;
-    let r = measure(backend, c1, id, a.seed, a.repeats)?;
+    let r = measure(backend, c1, id, a.seed, a.repeats, expect_device_witness)?;
     if let Some(p) = &a.json {
         write_json(p, &r)?;
     }
@@ -112,7 +120,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn measure(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, repeats: usize) -> Result<Report> {
+fn measure(
+    backend: Arc<dyn Backend>,
+    c1: C1,
+    id: SectorIdentity,
+    seed: u64,
+    repeats: usize,
+    expect_device_witness: bool,
+) -> Result<Report> {
     let mut report = Report {
         backend: backend.name().to_string(),
         threads: rayon::current_num_threads(),
@@ -124,7 +139,7 @@ fn measure(backend: Arc<dyn Backend>, c1: C1, id: SectorIdentity, seed: u64, rep
         cpu_over_backend: f64::NAN,
     };
     tracing::info!(backend = backend.name(), "conformance (full scale)");
-    for r in conformance::run(backend.as_ref(), seed, conformance::Scale::Full) {
+    for r in conformance::run_with(backend.as_ref(), seed, conformance::Scale::Full, expect_device_witness) {
         println!("  {:<34} {:>8.3} s  {}", r.name, r.seconds, r.failure.as_deref().unwrap_or("ok"));
         report.conformance.push(CaseRow { name: r.name, seconds: r.seconds, failure: r.failure });
     }
