@@ -238,24 +238,45 @@ fn msm<P: MsmPoint>(b: &dyn Backend, bases: &[P], scalars: &[Scalar], mode: MsmM
     .map_err(backend_err)
 }
 
-/// The MSM over `bases` of the aux values picked by `density` (all of them when `None`): on
-/// the device witness when the backend computes it there, else selected (into a pooled
-/// vector, or taken from `selected` when a sibling MSM made it already) and split here.
+/// Which aux values an MSM's scalars are.
+#[derive(Clone, Copy)]
+enum AuxPick<'a> {
+    /// Every one (L).
+    All,
+    /// Those a density picks, selected on the host for this MSM alone (A), the vector back to
+    /// the pool right after it.
+    Own(&'a [u64]),
+    /// Those a density picks, selected on the host once for two MSMs (B in G1 and G2): the
+    /// first to need it fills the cell, the caller gives the vector back after both.
+    Shared(&'a [u64], &'a std::sync::OnceLock<Vec<Scalar>>),
+}
+
+/// The MSM over `bases` of the aux values `pick` names: on the device witness when the
+/// backend computes it there, else selected and split here.
 fn aux_msm<P: MsmPoint>(
     b: &dyn Backend,
     bases: &[P],
     aux: &[Scalar],
     witness: Option<&DeviceWitness>,
-    density: Option<&[u64]>,
-    selected: &std::sync::OnceLock<Vec<Scalar>>,
+    pick: AuxPick<'_>,
     mode: MsmMode,
 ) -> Result<P::Curve> {
+    let density = match pick {
+        AuxPick::All => None,
+        AuxPick::Own(d) | AuxPick::Shared(d, _) => Some(d),
+    };
     if let Some(r) = witness.and_then(|w| P::msm_of(b).msm_of_device_witness(bases, w, density, mode)) {
         return r.map_err(backend_err);
     }
-    match density {
-        None => msm(b, bases, aux, mode),
-        Some(d) => msm(b, bases, selected.get_or_init(|| select(aux, d)), mode),
+    match pick {
+        AuxPick::All => msm(b, bases, aux, mode),
+        AuxPick::Own(d) => {
+            let sel = select(aux, d);
+            let r = msm(b, bases, &sel, mode);
+            scalar_pool().give(sel);
+            r
+        }
+        AuxPick::Shared(d, cell) => msm(b, bases, cell.get_or_init(|| select(aux, d)), mode),
     }
 }
 
@@ -370,23 +391,21 @@ pub fn prove(
     };
     // The other four MSMs, each with its time, their aux scalars read from the device
     // witness when the H step left one (else selected and split on the host).
-    let no_selection = std::sync::OnceLock::new();
-    let l_msm = |w: Option<&DeviceWitness>| aux_msm::<G1Affine>(backend, params.l, aux, w, None, &no_selection, mode);
-    let a_selection = std::sync::OnceLock::new();
+    let l_msm = |w: Option<&DeviceWitness>| aux_msm::<G1Affine>(backend, params.l, aux, w, AuxPick::All, mode);
     let a_msm = |w: Option<&DeviceWitness>| -> Result<G1Projective> {
         let a_in = Msm::<G1Affine>::msm(backend, &params.a[..ni], inputs).map_err(backend_err)?;
-        Ok(a_in + aux_msm::<G1Affine>(backend, &params.a[ni..], aux, w, Some(d.a_aux), &a_selection, mode)?)
+        Ok(a_in + aux_msm::<G1Affine>(backend, &params.a[ni..], aux, w, AuxPick::Own(d.a_aux), mode)?)
     };
     let bi = popcount(d.b_input);
-    // B's aux selection, made at most once for both B MSMs (only when one of them runs here).
-    let b_selection = std::sync::OnceLock::new();
-    let b1_msm = |b_in: &[Scalar], w: Option<&DeviceWitness>| -> Result<G1Projective> {
+    // `b_aux`: B's aux selection, made at most once for both B MSMs (only when one of them
+    // runs on the host).
+    let b1_msm = |b_in: &[Scalar], b_aux: AuxPick<'_>, w: Option<&DeviceWitness>| -> Result<G1Projective> {
         Ok(Msm::<G1Affine>::msm(backend, &params.b_g1[..bi], b_in).map_err(backend_err)?
-            + aux_msm::<G1Affine>(backend, &params.b_g1[bi..], aux, w, Some(d.b_aux), &b_selection, mode)?)
+            + aux_msm::<G1Affine>(backend, &params.b_g1[bi..], aux, w, b_aux, mode)?)
     };
-    let b2_msm = |b_in: &[Scalar], w: Option<&DeviceWitness>| -> Result<G2Projective> {
+    let b2_msm = |b_in: &[Scalar], b_aux: AuxPick<'_>, w: Option<&DeviceWitness>| -> Result<G2Projective> {
         Ok(Msm::<G2Affine>::msm(backend, &params.b_g2[..bi], b_in).map_err(backend_err)?
-            + aux_msm::<G2Affine>(backend, &params.b_g2[bi..], aux, w, Some(d.b_aux), &b_selection, mode)?)
+            + aux_msm::<G2Affine>(backend, &params.b_g2[bi..], aux, w, b_aux, mode)?)
     };
     // The two B MSMs: one after the other, or (`beside`) B in G2 on a thread of its own, so
     // that its host split runs while B in G1 waits for the device instead of after it (on the
@@ -395,16 +414,21 @@ pub fn prove(
     let b_msms = |beside: bool, w: Option<&DeviceWitness>| -> Result<((G1Projective, Duration), (G2Projective, Duration))> {
         let t = Instant::now();
         let b_in = select(inputs, d.b_input);
-        if beside {
+        let cell = std::sync::OnceLock::new();
+        let b_aux = AuxPick::Shared(d.b_aux, &cell);
+        let both = if beside {
             let (b1, b2) = std::thread::scope(|sc| {
-                let b2 = spawn_named(sc, "msm-b2", || clocked(|| b2_msm(&b_in, w)));
-                (b1_msm(&b_in, w).map(|v| (v, t.elapsed())), finish(b2))
+                let b2 = spawn_named(sc, "msm-b2", || clocked(|| b2_msm(&b_in, b_aux, w)));
+                (b1_msm(&b_in, b_aux, w).map(|v| (v, t.elapsed())), finish(b2))
             });
-            Ok((b1?, b2?))
+            b1.and_then(|b1| Ok((b1, b2?)))
         } else {
-            let b1 = (b1_msm(&b_in, w)?, t.elapsed());
-            Ok((b1, clocked(|| b2_msm(&b_in, w))?))
+            b1_msm(&b_in, b_aux, w).and_then(|b1| Ok(((b1, t.elapsed()), clocked(|| b2_msm(&b_in, b_aux, w))?)))
+        };
+        if let Some(v) = cell.into_inner() {
+            scalar_pool().give(v);
         }
+        both
     };
     let (h_res, l, a, b) = if backend.overlap_h() {
         // Five threads: the H step, L, A, B in G1 and B in G2. Their work starts once the H
@@ -431,9 +455,7 @@ pub fn prove(
                 let w = gate.wait();
                 clocked(|| a_msm(w.as_ref()))
             });
-            let w = gate.wait();
-            let b = b_msms(true, w.as_ref());
-            drop(w);
+            let b = b_msms(true, gate.wait().as_ref());
             (finish(h), finish(l), finish(a), b)
         })
     } else {
@@ -444,11 +466,6 @@ pub fn prove(
         let (l, a, b) = (clocked(|| l_msm(w.as_ref())), clocked(|| a_msm(w.as_ref())), b_msms(false, w.as_ref()));
         (h, l, a, b)
     };
-    for sel in [a_selection, b_selection] {
-        if let Some(v) = sel.into_inner() {
-            scalar_pool().give(v);
-        }
-    }
     let (h_acc, mv, q, hm) = h_res?;
     let ((l_acc, l_t), (a_acc, a_t), ((b1_acc, b1_t), (b2_acc, b2_t))) = (l?, a?, b?);
     t.matvec = mv;

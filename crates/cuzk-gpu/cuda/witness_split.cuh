@@ -1,6 +1,6 @@
 // The 0/1/general split of an MSM whose scalars are the witness already on the device (issue
 // 23: the host stops selecting, splitting and gathering): the k-th scalar is w[sel[k]] (a
-// density's selection, an index list kept on the device per circuit) or w[w_off + k]. The
+// density's selection, an index list kept on the device per circuit) or w[k]. The
 // scalars equal to one are summed over their resident bases by the bitmap kernel; the general
 // ones (neither 0 nor 1) and their bases are gathered into fresh device buffers for an MSM
 // the caller runs. Included inside a curve's namespace after msm.cuh (bases_t, affine_t,
@@ -15,16 +15,16 @@ struct witness_one_t {
 // Words (of 32 scalars) per block of classify_words and gather_general: one tile.
 #define CUZK_SPLIT_TILE 1024
 
-__device__ __forceinline__ const uint4 *CUZK_FN(scalar_at)(const uint4 *w, const uint32_t *sel, size_t w_off, size_t k)
+__device__ __forceinline__ const uint4 *CUZK_FN(scalar_at)(const uint4 *w, const uint32_t *sel, size_t k)
 {
-    return w + 2 * (sel ? size_t(sel[k]) : w_off + k);
+    return w + 2 * (sel ? size_t(sel[k]) : k);
 }
 
 // One tile per block, one warp per 32 words: lane j reads scalar 32q + j of the warp's word q
 // (coalesced), and the warp's ballots make word q's ones and general bits, kept by lane q.
 // Writes ones[wi], general[wi], rank[wi] (the general scalars before word wi in its tile) and
 // tile_total[tile]. Words past n are zero.
-__launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(classify_words)(const uint4 *w, const uint32_t *sel, size_t w_off, size_t n,
+__launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(classify_words)(const uint4 *w, const uint32_t *sel, size_t n,
                                                                            witness_one_t one, uint32_t *ones, uint32_t *general,
                                                                            uint32_t *rank, uint32_t *tile_total)
 {
@@ -36,7 +36,7 @@ __launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(classify_words)(const
         const size_t k = (first_word + q) * 32 + lane;
         bool is_one = false, is_general = false;
         if (k < n) {
-            const uint4 *p = CUZK_FN(scalar_at)(w, sel, w_off, k);
+            const uint4 *p = CUZK_FN(scalar_at)(w, sel, k);
             uint4 lo = p[0], hi = p[1];
             bool zero = (lo.x | lo.y | lo.z | lo.w | hi.x | hi.y | hi.z | hi.w) == 0;
             is_one = lo.x == one.limb[0] && lo.y == one.limb[1] && lo.z == one.limb[2] && lo.w == one.limb[3] && hi.x == one.limb[4] &&
@@ -78,7 +78,7 @@ __launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(classify_words)(const
 // For every general scalar k (in order): its base bases[k] and its scalar to slot
 // tile_start[tile] + rank[word] + (its place in the word).
 __launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(gather_general)(const affine_t::mem_t *bases, const uint4 *w, const uint32_t *sel,
-                                                                           size_t w_off, size_t n, const uint32_t *general,
+                                                                           size_t n, const uint32_t *general,
                                                                            const uint32_t *rank, const size_t *tile_start,
                                                                            affine_t::mem_t *out_bases, uint4 *out_scalars)
 {
@@ -90,7 +90,7 @@ __launch_bounds__(CUZK_SPLIT_TILE) __global__ void CUZK_FN(gather_general)(const
         g &= g - 1;
         if (k >= n) break;
         out_bases[dst] = bases[k];
-        const uint4 *p = CUZK_FN(scalar_at)(w, sel, w_off, k);
+        const uint4 *p = CUZK_FN(scalar_at)(w, sel, k);
         out_scalars[2 * dst] = p[0];
         out_scalars[2 * dst + 1] = p[1];
         dst++;
@@ -114,21 +114,21 @@ struct CUZK_FN(owned_t) {
     void *release() { void *r = p; p = nullptr; return r; }
 };
 
-// Splits the MSM Σ_k s_k·bases[off + k] (k < n, s_k = w[sel[k]] when sel is not null, else
-// w[w_off + k]; w, sel in device memory). mode 1 (split), or 0 (auto) with at most a third of
+// Splits the MSM Σ_k s_k·bases[k] over the first n resident bases (s_k = w[sel[k]] when sel
+// is not null, else w[k]; w, sel in device memory). mode 1 (split), or 0 (auto) with at most a third of
 // the scalars general: *ones_out = Σ of the bases whose scalar is one, and the general scalars
 // with their bases gathered into *gen_bases (a handle for CUZK_FN(free)) and *gen_scalars
 // (device memory for cuzk_device_free), *n_general of them (both null when none). Otherwise
 // (mode 2, plain, or auto with more general): *ones_out is infinity, *gen_bases null and
 // *gen_scalars the n scalars gathered contiguous when sel is given (null when not: the
-// caller reads w + w_off), *n_general = n, for an MSM over the resident bases themselves.
-extern "C" int CUZK_FN(witness_split)(void *handle, size_t off, const void *w, const uint32_t *sel, size_t w_off, size_t n,
+// caller reads w), *n_general = n, for an MSM over the resident bases themselves.
+extern "C" int CUZK_FN(witness_split)(void *handle, const void *w, const uint32_t *sel, size_t n,
                                       const uint32_t *one, int mode, point_t *ones_out, void **gen_bases, void **gen_scalars,
                                       size_t *n_general, CUZK_ERR_ARGS)
 {
     CUZK_TRY
     auto *b = static_cast<bases_t *>(handle);
-    if (off > b->n || n > b->n - off) throw cuda_error{-1, std::string("split scalars past the resident bases")};
+    if (n > b->n) throw cuda_error{-1, std::string("split scalars past the resident bases")};
     *gen_bases = nullptr;
     *gen_scalars = nullptr;
     *n_general = 0;
@@ -158,7 +158,7 @@ extern "C" int CUZK_FN(witness_split)(void *handle, size_t off, const void *w, c
     uint32_t *ones = &d_words[0], *general = ones + words, *rank = general + words, *tile_total = rank + words;
     witness_one_t o;
     std::memcpy(o.limb, one, sizeof(o.limb));
-    CUZK_FN(classify_words)<<<tiles, CUZK_SPLIT_TILE, 0, st>>>(w4, sel, w_off, n, o, ones, general, rank, tile_total);
+    CUZK_FN(classify_words)<<<tiles, CUZK_SPLIT_TILE, 0, st>>>(w4, sel, n, o, ones, general, rank, tile_total);
     CUDA_OK(cudaGetLastError());
     std::vector<uint32_t> totals(tiles);
     st.DtoH(totals.data(), tile_total, tiles);
@@ -173,9 +173,9 @@ extern "C" int CUZK_FN(witness_split)(void *handle, size_t off, const void *w, c
         plain();
         return 0;
     }
-    // The ones' sum over the resident bases from off.
+    // The ones' sum over the resident bases.
     dev_ptr_t<bucket_t::mem_t> d_ret{CUZK_FN(partial_sums)(gpu)};
-    CUZK_FN(launch_bitmap_sum)(gpu, &d_ret[0], b->d + off, n, ones, false);
+    CUZK_FN(launch_bitmap_sum)(gpu, &d_ret[0], b->d, n, ones, false);
     CUZK_FN(total)(gpu, &d_ret[0], ones_out);
     *n_general = ng;
     if (ng == 0) return 0;
@@ -184,7 +184,7 @@ extern "C" int CUZK_FN(witness_split)(void *handle, size_t off, const void *w, c
     CUZK_FN(owned_t) gb, gs;
     CUDA_OK(cudaMalloc(&gb.p, ng * sizeof(affine_t::mem_t)));
     CUDA_OK(cudaMalloc(&gs.p, ng * 32));
-    CUZK_FN(gather_general)<<<tiles, CUZK_SPLIT_TILE, 0, st>>>(b->d + off, w4, sel, w_off, n, general, rank, &d_starts[0],
+    CUZK_FN(gather_general)<<<tiles, CUZK_SPLIT_TILE, 0, st>>>(b->d, w4, sel, n, general, rank, &d_starts[0],
                                                                static_cast<affine_t::mem_t *>(gb.p), static_cast<uint4 *>(gs.p));
     CUDA_OK(cudaGetLastError());
     st.sync();

@@ -333,7 +333,7 @@ macro_rules! gpu_curve {
                 m: *mut u8,
                 c: usize,
             ) -> i32 {
-                unsafe { ffi::$split(h, 0, w, sel, 0, n, one, mode, ones, gen_bases, gen_scalars, n_general, m, c) }
+                unsafe { ffi::$split(h, w, sel, n, one, mode, ones, gen_bases, gen_scalars, n_general, m, c) }
             }
             unsafe fn sum_host(
                 dev: i32,
@@ -1630,6 +1630,7 @@ impl Backend for CudaBackend {
         let t = Instant::now();
         let (d_w, stage_s, upload_s) = self.upload_witness_staged(inputs, aux).map_err(dev_err)?;
         let sent_s = t.elapsed().as_secs_f64(); // the copy and the upload overlap: not their sum
+        let d_w_ptr = d_w.1 as *const blst::blst_fr;
         let witness = cuzk_core::backend::DeviceWitness::new(WitnessOnDevice {
             buf: d_w,
             backend: self as *const Self as usize,
@@ -1637,16 +1638,16 @@ impl Backend for CudaBackend {
             aux: aux.len(),
         });
         // The other MSMs read their scalars from it; it stays on the device until they end.
-        witness_sent(Some(witness.clone()).filter(|_| self.hand_over_witness));
-        let d_w = &witness.handle::<WitnessOnDevice>().expect("made just above").buf;
+        witness_sent(self.hand_over_witness.then(|| witness.clone()));
         let mut ms = [0f64; ffi::MATVEC_QUOTIENT_STAGES.len()];
         let mut keep: *mut std::ffi::c_void = std::ptr::null_mut();
         {
-            // SAFETY: d_w holds inputs + aux scalars on this device; ms has one slot per stage.
+            // SAFETY: d_w_ptr holds inputs + aux scalars on this device (`witness` keeps it past
+            // this call); ms has one slot per stage.
             self.device_call("mat-vec + quotient", |msg, cap| unsafe {
                 ffi::cuzk_matvec_quotient(
                     pce.handle,
-                    d_w.1 as *const blst::blst_fr,
+                    d_w_ptr,
                     n.trailing_zeros(),
                     &zinv as *const Scalar as *const blst::blst_fr,
                     &mut keep,

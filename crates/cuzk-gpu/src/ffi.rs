@@ -61,15 +61,13 @@ macro_rules! curve_fns {
                 msg: *mut u8,
                 cap: usize,
             ) -> i32;
-            /// The 0/1/general split of an MSM over resident bases whose scalars are in
-            /// device memory (cuda/witness_split.cuh): `w[sel[k]]`, or `w[w_off + k]` when
-            /// `sel` is null.
+            /// The 0/1/general split of an MSM over the first `n` resident bases whose
+            /// scalars are in device memory (cuda/witness_split.cuh): `w[sel[k]]`, or `w[k]`
+            /// when `sel` is null.
             pub fn $split(
                 handle: Handle,
-                off: usize,
                 w: *const c_void,
                 sel: *const u32,
-                w_off: usize,
                 n: usize,
                 one: *const u32,
                 mode: i32,

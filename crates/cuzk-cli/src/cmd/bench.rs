@@ -630,19 +630,13 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
         side_msms,
         json,
     } = a;
+    let side_msms_on_device = side_msms.on_device();
     let backend = crate::args::make_backend_with(
         backend,
-        &cuzk_gpu::GpuOptions {
-            resident_budget: device_budget,
-            msm_piece_log2,
-            msm_kernel,
-            side_msms_on_device: side_msms.on_device(),
-            ..Default::default()
-        },
+        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, msm_kernel, side_msms_on_device, ..Default::default() },
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
-    let side_msms_on_device = side_msms.on_device();
     let o = Options { reps, places: matvec, overlap, srs_seed, params: params_in, write_params, rs_seed, msm, side_msms_on_device };
     let r = match (c1, post, update) {
         (Some(c1), _, _) => {
