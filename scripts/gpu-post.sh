@@ -16,7 +16,7 @@
 #    official file names (`bench partition --write-params`, CREPS proofs, default 1, the first
 #    cold; KERNEL: the G1 MSM kernel, cuzk's driver by default, or sppark), for parts d, f, i, p;
 #    with KERNELS (e.g. sppark,cuzk) the partition again on those parameters per kernel; with
-#    SIDES (e.g. device) again per place the side MSMs take their scalars from.
+#    SIDES (e.g. host, or host,device) again per place the side MSMs take their scalars from.
 # d: needs a (or w) and c on the same warm machine: WinningPoSt 32 GiB latency while PoRep
 #    sectors of the synthetic C1 prove on the same GPU (`bench post-load`), with the urgent
 #    lane and without (LANES, default on,off), with THREADS (4,0) reserved for urgent work
@@ -53,7 +53,7 @@
 #    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
 #    MAPONLY=1 stops after the map is written; a map already in MAPDIR is not written again.
 #    DEVBUDGET (e.g. 24GiB) caps the GPU's resident SRS: the sector time a smaller card gets.
-#    PIPE_SIDES (default host; e.g. host,device): each pipeline run once per place the side
+#    PIPE_SIDES (default device; e.g. host,device): each pipeline run once per place the side
 #    MSMs take their scalars from (`--side-msms`); PROVERS: provers per device.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
 #    filecoin-proofs, `gen-c1 --porep-variant`) and of SnapDeals (`gen-update`), each proved on
@@ -97,6 +97,9 @@ OUT=${1:?usage: PART=a|b gpu-post.sh OUTDIR}
 WORK=${WORK:-/tmp/gpu-post}
 STEP_TAIL=14
 source "$(dirname "$0")/gpu-lib.sh"
+# The largest PoRep parameter file in PARAMS: part c's 32 GiB one, not the 2 KiB test
+# parameters parts a and v (or a selftest) leave beside it.
+porep_params() { ls -S "$PARAMS"/*stacked-proof-of-replication*.params | head -1; }
 case ${PART:-a} in
 a)
     { date -u; nproc; free -g; nvidia-smi; } >"$OUT/machine.txt" 2>&1
@@ -131,14 +134,15 @@ c)
     # proofs per kernel, one after the other in this call (the kernels side by side).
     for k in $(echo "${KERNELS:-}" | tr , ' '); do
         step "part32-porep-$k" timeout 200 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device \
-            --overlap on --msm-kernel "$k" --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" \
+            --overlap on --msm-kernel "$k" --params "$(porep_params)" \
             --json "$OUT/partition32-porep-$k.json"
     done
-    # SIDES (e.g. device): the same partition again with the side MSMs' scalars from there
-    # (device: selected, split and gathered on the GPU's witness, issue 23; host: the default).
+    # SIDES (e.g. host): the same partition again with the side MSMs' scalars from there
+    # (device, the default and the first step's: selected, split and gathered on the GPU's witness,
+    # issue 23; host: selected and split on the host, the reference layout).
     for side in $(echo "${SIDES:-}" | tr , ' '); do
         step "part32-porep-side-$side" timeout 200 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${CREPS:-1}" --matvec device \
-            --overlap on --side-msms "$side" --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" \
+            --overlap on --side-msms "$side" --params "$(porep_params)" \
             --json "$OUT/partition32-porep-side-$side.json"
     done
     ;;
@@ -159,7 +163,7 @@ u)
 f)
     for b in $(echo "${BUDGETS:-24GiB,16GiB}" | tr , ' '); do
         step "part32-porep-budget-$b" timeout 280 "$BIN" bench partition --c1 "$WORK/c1/c1.json" --backend cuda --reps "${REPS:-3}" --matvec device \
-            --params "$PARAMS/$(ls "$PARAMS" | grep -m1 'stacked-proof-of-replication.*\.params$')" --device-budget "$b" \
+            --params "$(porep_params)" --device-budget "$b" \
             --json "$OUT/partition32-porep-budget-$b.json"
     done
     ;;
@@ -189,7 +193,7 @@ p)
         # MAPONLY=1 stops after writing the map, so the measured runs fit a later call.
         [ -n "${MAPONLY:-}" ] && exit 0
     fi
-    for side in $(echo "${PIPE_SIDES:-host}" | tr , ' '); do
+    for side in $(echo "${PIPE_SIDES:-device}" | tr , ' '); do
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
         name="pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}-side-$side"
         step "$name" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \

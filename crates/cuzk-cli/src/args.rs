@@ -176,18 +176,23 @@ pub fn make_backend(b: BackendArg) -> Result<std::sync::Arc<dyn cuzk_core::backe
 /// `--side-msms`: where a CUDA backend's side MSMs (L, A, B) get their scalars.
 #[derive(Clone, Debug, clap::Args)]
 pub struct SideMsmsArg {
-    /// Where the side MSMs (L, A, B) get their scalars on a CUDA backend: host (the host
-    /// selects and splits the aux; the default, validated on GPUs) or device (from the witness
-    /// kept on the GPU after its upload: selected, split and gathered there; issue 23, not yet
-    /// run on a GPU). Run once per value to compare; the proofs are the same bytes.
-    #[arg(long = "side-msms", default_value = "host", value_parser = ["device", "host"])]
-    side_msms: String,
+    /// Where the side MSMs (L, A, B) get their scalars on a CUDA backend: device (the
+    /// default: from the witness kept on the GPU after its upload, selected, split and
+    /// gathered there) or host (the host selects and splits the aux: the earlier layout, kept
+    /// as the reference). Run once per value to compare; the proofs are the same bytes.
+    #[arg(long = "side-msms", default_value = "device", value_parser = cuzk_gpu::SideMsms::parse)]
+    side_msms: cuzk_gpu::SideMsms,
 }
 
 impl SideMsmsArg {
+    /// The place chosen.
+    pub fn place(&self) -> cuzk_gpu::SideMsms {
+        self.side_msms
+    }
+
     /// `--side-msms device`.
     pub fn on_device(&self) -> bool {
-        self.side_msms == "device"
+        self.side_msms == cuzk_gpu::SideMsms::Device
     }
 }
 

@@ -108,9 +108,9 @@ pub struct EngineSection {
     /// over sppark's kernels from 2^21 points, the default: 10–15 % faster on an H100) or
     /// "sppark" (sppark's, the reference).
     pub msm_kernel: String,
-    /// Where the GPU's side MSMs (L, A, B) get their scalars: "host" (selected and split on
-    /// the host, the default) or "device" (from the witness the GPU keeps after its upload:
-    /// selected, split and gathered there; not yet validated on a GPU).
+    /// Where the GPU's side MSMs (L, A, B) get their scalars: "device" (the default: from the
+    /// witness the GPU keeps after its upload, selected, split and gathered there) or "host"
+    /// (selected and split on the host: the earlier layout, kept as the reference).
     pub side_msms: String,
 }
 
@@ -133,7 +133,7 @@ impl Default for EngineSection {
             msm_piece_log2: 25,
             urgent_grace_ms: cuzk_core::device_lock::DEFAULT_URGENT_GRACE_MS,
             msm_kernel: "cuzk".into(),
-            side_msms: "host".into(),
+            side_msms: "device".into(),
         }
     }
 }
@@ -497,8 +497,8 @@ impl DaemonConfig {
         if !["cuzk", "sppark"].contains(&self.engine.msm_kernel.as_str()) {
             return bad("engine.msm_kernel", format!("{:?} is not cuzk or sppark", self.engine.msm_kernel));
         }
-        if !["host", "device"].contains(&self.engine.side_msms.as_str()) {
-            return bad("engine.side_msms", format!("{:?} is not host or device", self.engine.side_msms));
+        if !["device", "host"].contains(&self.engine.side_msms.as_str()) {
+            return bad("engine.side_msms", format!("{:?} is not device or host", self.engine.side_msms));
         }
         if !["fail", "retry-cpu"].contains(&self.engine.on_device_error.as_str()) {
             return bad("engine.on_device_error", format!("{:?} is not fail or retry-cpu", self.engine.on_device_error));
@@ -735,7 +735,7 @@ mod tests {
         let e = DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| "gpu".into())).unwrap_err().to_string();
         assert!(e.contains("CUZK_SIDE_MSMS") && e.contains("host or device"), "{e}");
         let side = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| v.into())).unwrap().engine.side_msms;
-        assert_eq!((side("device"), DaemonConfig::load(None, |_| None).unwrap().engine.side_msms), ("device".into(), "host".into()));
+        assert_eq!((side("host"), DaemonConfig::load(None, |_| None).unwrap().engine.side_msms), ("host".into(), "device".into()));
     }
 
     #[test]

@@ -706,9 +706,9 @@ impl CudaBackend {
     }
 
     /// With `true` the fused H step hands its witness to the side MSMs, which then select,
-    /// split and gather on the device; with `false` (the default until the conformance suite
-    /// has passed on a device this way) it frees the witness after the mat-vec and they work
-    /// on the host.
+    /// split and gather on the device; with `false` (a bare backend's default; `open_with`
+    /// follows [`crate::GpuOptions::side_msms`], device by default) it frees the witness after
+    /// the mat-vec and they work on the host.
     pub fn with_witness_hand_over(mut self, hand_over: bool) -> Self {
         self.hand_over_witness = hand_over;
         self

@@ -37,7 +37,7 @@ fn cuda_backend_conformance_or_skipped() {
 /// over and read (split, plain and auto; every aux, density selections, G1 and G2).
 #[test]
 fn cuda_backend_conformance_in_msm_pieces_or_skipped() {
-    let options = cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), side_msms_on_device: true, ..Default::default() };
+    let options = cuzk_gpu::GpuOptions { msm_piece_log2: Some(16), side_msms: cuzk_gpu::SideMsms::Device, ..Default::default() };
     match cuzk_gpu::open_with(0, &options) {
         Ok(b) => assert_passes_with(b.as_ref(), 11, Scale::Full, true),
         Err(e) => {
@@ -116,10 +116,11 @@ fn cuzk_msm_driver_matches_the_cpu_or_skipped() {
 /// The conformance suite with cuzk's own Pippenger driver taking every resident G1 MSM piece
 /// from 2^10 points (host scalars: A, B, L in plain mode; device scalars: H), where the
 /// default hands it only pieces from 2^21: the prover's path through the driver against the
-/// CPU backend at sizes a test can afford.
+/// CPU backend at sizes a test can afford. The side MSMs are selected and split on the host
+/// here, so that layout (the default's fallback) stays covered on the device too.
 #[test]
 fn cuda_backend_conformance_through_the_cuzk_driver_or_skipped() {
-    let options = cuzk_gpu::GpuOptions { msm_driver_from_log2: Some(10), ..Default::default() };
+    let options = cuzk_gpu::GpuOptions { msm_driver_from_log2: Some(10), side_msms: cuzk_gpu::SideMsms::Host, ..Default::default() };
     match cuzk_gpu::open_with(0, &options) {
         Ok(b) => assert_passes(b.as_ref(), 13, Scale::Full),
         Err(e) => {

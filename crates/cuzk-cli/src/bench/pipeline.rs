@@ -292,7 +292,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         &cuzk_gpu::GpuOptions {
             resident_budget: a.device_budget,
             msm_kernel: a.msm_kernel,
-            side_msms_on_device: a.side_msms.on_device(),
+            side_msms: a.side_msms.place(),
             ..Default::default()
         },
     )?;

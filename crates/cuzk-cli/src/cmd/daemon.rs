@@ -55,7 +55,7 @@ pub fn run(a: DaemonArgs) -> Result<ExitCode> {
         urgent_grace_ms: Some(cfg.engine.urgent_grace_ms),
         msm_kernel: cuzk_gpu::MsmKernel::parse(&cfg.engine.msm_kernel).map_err(anyhow::Error::msg)?,
         msm_driver_from_log2: None,
-        side_msms_on_device: cfg.engine.side_msms == "device",
+        side_msms: cuzk_gpu::SideMsms::parse(&cfg.engine.side_msms).map_err(anyhow::Error::msg)?,
     };
     let devices = make_devices_with(backend_of(&cfg.engine.backend)?, &gpu)?;
     let rt = runtime()?;

@@ -41,9 +41,9 @@ pub struct SelftestArgs {
     /// Proofs per backend (the first is cold; the median of the others is reported).
     #[arg(long, default_value_t = 3)]
     repeats: usize,
-    /// With `device`, the CUDA backend's side MSMs run on its device witness, and the
-    /// conformance suite requires the witness to be handed over and read: the check to pass
-    /// before setting `engine.side_msms = "device"`.
+    /// With `device` (the default, as in the daemon) the CUDA backend's side MSMs run on its
+    /// device witness, and the conformance suite requires the witness to be handed over and
+    /// read; `host` checks the layout that `engine.side_msms = "host"` selects.
     #[command(flatten)]
     side_msms: crate::args::SideMsmsArg,
     #[arg(long)]
@@ -52,7 +52,7 @@ pub struct SelftestArgs {
 
 pub fn run(a: SelftestArgs) -> Result<ExitCode> {
     let on_device = a.side_msms.on_device();
-    let backend = make_backend_with(a.backend, &cuzk_gpu::GpuOptions { side_msms_on_device: on_device, ..Default::default() })?;
+    let backend = make_backend_with(a.backend, &cuzk_gpu::GpuOptions { side_msms: a.side_msms.place(), ..Default::default() })?;
     // Only a device backend (which overlaps its H step) keeps a witness to hand over.
     let expect_device_witness = on_device && backend.overlap_h();
     let path = match a.c1 {

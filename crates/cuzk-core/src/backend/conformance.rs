@@ -46,7 +46,7 @@ pub fn run(backend: &dyn Backend, seed: u64, scale: Scale) -> Vec<CaseResult> {
 }
 
 /// [`run`]; with `expect_device_witness` the fused H step must hand over a device witness and
-/// the side MSMs must read it (a device backend told to: `cuzk_gpu`'s `side_msms_on_device`),
+/// the side MSMs must read it (a device backend told to: `cuzk_gpu`'s `GpuOptions::side_msms`),
 /// so that the case over it cannot pass by not running.
 pub fn run_with(backend: &dyn Backend, seed: u64, scale: Scale, expect_device_witness: bool) -> Vec<CaseResult> {
     let mut out = Vec::new();
