@@ -1551,6 +1551,13 @@ impl Backend for CudaBackend {
         true
     }
 
+    /// With the witness handed over, the fused H step keeps a, b, c and H on the device and
+    /// the side MSMs select and split there; without a resident budget no section is left out,
+    /// so none falls back to the host's split.
+    fn keeps_prover_vectors(&self) -> bool {
+        self.hand_over_witness && self.resident_cache().report().budget_bytes.is_none()
+    }
+
     fn resident_report(&self) -> cuzk_core::backend::ResidentReport {
         let bases = self.resident_cache().report();
         let slots = self.pce_slots();

@@ -196,6 +196,32 @@ impl Config {
     }
 }
 
+/// Which of a partition's vectors the host holds while it is proved, from where the mat-vec
+/// runs and what the devices keep ([`Backend::keeps_prover_vectors`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum HostVectors {
+    /// The witness, a, b, c and the prover's buffers (the mat-vec on the host).
+    All,
+    /// The witness and the prover's buffers: the backend makes a, b, c.
+    NoAbc,
+    /// The witness alone: the backend makes a, b, c and keeps H and the side MSMs' scalars.
+    WitnessOnly,
+}
+
+impl HostVectors {
+    /// What the host holds with the mat-vec at `place` (resolved) on `devices`: the witness
+    /// alone only when every device keeps its prover vectors.
+    pub fn of(place: MatVecPlace, devices: &[Device]) -> Self {
+        match place {
+            MatVecPlace::Backend if !devices.is_empty() && devices.iter().all(|d| d.backend.keeps_prover_vectors()) => {
+                HostVectors::WitnessOnly
+            }
+            MatVecPlace::Backend => HostVectors::NoAbc,
+            _ => HostVectors::All,
+        }
+    }
+}
+
 /// The host bytes one partition holds between admission and the end of its proof, from the
 /// PCE's counts: the witness (inputs and aux), a, b, c padded to the NTT domain, and the
 /// prover's own buffers (H over the domain, the selected A and B aux scalars).
@@ -208,18 +234,18 @@ pub struct WorkingSet {
     /// as soon as the prove step returns.
     pub abc: u64,
     /// Bytes of the prover's own buffers: 32 per domain element (H) plus 32 per set bit of
-    /// the A and B aux densities (the selected scalars).
+    /// the A and B aux densities (the selected scalars); zero when the device keeps them.
     pub prover: u64,
 }
 
 impl WorkingSet {
-    /// The working set with a, b, c made where `place` (resolved) says (none on the host for
-    /// the backend's mat-vec).
-    pub fn at(pce: &PreCompiledCircuit, place: MatVecPlace) -> Self {
+    /// The working set of the vectors `held` says the host holds.
+    pub fn at(pce: &PreCompiledCircuit, held: HostVectors) -> Self {
         let ws = Self::of(pce);
-        match place {
-            MatVecPlace::Backend => WorkingSet { abc: 0, ..ws },
-            _ => ws,
+        match held {
+            HostVectors::All => ws,
+            HostVectors::NoAbc => WorkingSet { abc: 0, ..ws },
+            HostVectors::WitnessOnly => WorkingSet { abc: 0, prover: 0, ..ws },
         }
     }
 
@@ -409,6 +435,7 @@ impl Engine {
         let (done_tx, done_rx) = unbounded::<Done>();
         let stage = Stage { trace: trace.clone(), inflight: Arc::default(), done: done_tx };
         let matvec = cfg.matvec.resolve(&cfg.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
+        let held = HostVectors::of(matvec, &cfg.devices);
         let fallback: Option<Arc<dyn Backend>> = (cfg.on_device_error == DeviceErrorPolicy::RetryOnCpu)
             .then(|| Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) as Arc<dyn Backend>);
 
@@ -416,7 +443,7 @@ impl Engine {
         let closer = Arc::new(CloseOnDrop(waiting.clone()));
         let mut threads = Vec::new();
         for pi in 0..cfg.parse_workers.max(1) {
-            let stage_fn = parse_stage(stage.clone(), submissions.clone(), waiting.clone(), closer.clone(), matvec);
+            let stage_fn = parse_stage(stage.clone(), submissions.clone(), waiting.clone(), closer.clone(), held);
             threads.push(spawn(format!("cuzk-parse-{pi}"), stage_fn)?);
         }
         drop(closer);
@@ -584,7 +611,7 @@ fn parse_stage(
     submissions: Arc<PriorityQueue<Submission>>,
     waiting: Arc<PriorityQueue<WitnessItem>>,
     closer: Arc<CloseOnDrop<WitnessItem>>,
-    matvec: MatVecPlace,
+    held: HostVectors,
 ) -> StageFn {
     Box::new(move || {
         let _closer = closer;
@@ -615,7 +642,7 @@ fn parse_stage(
                 priority: sub.priority,
             };
             lock(&st.inflight).insert(sub.id, state);
-            let ws = WorkingSet::at(&job.pce, matvec);
+            let ws = WorkingSet::at(&job.pce, held);
             for (k, p) in job.partitions.into_iter().enumerate() {
                 let c =
                     Carry { id: sub.id, k, r: p.r, s: p.s, pce: job.pce.clone(), params: job.params.clone(), ws, priority: sub.priority };

@@ -46,7 +46,7 @@ pub mod trace;
 use std::sync::Arc;
 
 pub use budget::{Budget, Lease};
-pub use engine::{Config, Device, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
+pub use engine::{Config, Device, DeviceErrorPolicy, Engine, HostVectors, Job, JobSource, Outcome, PartitionInput, Ticket, WorkingSet};
 pub use kind::{CircuitId, JobOptions, ProofKind};
 pub use queue::Priority;
 pub use trace::Trace;

@@ -19,7 +19,7 @@ use cuzk_core::testing::SatisfiedCircuit;
 use cuzk_pce::paramgen::{generate_for, Secrets};
 use cuzk_pce::{extract, PreCompiledCircuit};
 use cuzk_pipeline::engine::{Synthesize, VerifyProof};
-use cuzk_pipeline::{Config, DeviceErrorPolicy, Engine, Job, JobSource, Outcome, PartitionInput, PipelineError, WorkingSet};
+use cuzk_pipeline::{Config, DeviceErrorPolicy, Engine, HostVectors, Job, JobSource, Outcome, PartitionInput, PipelineError, WorkingSet};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -154,8 +154,59 @@ fn with_the_backends_mat_vec_proofs_are_the_same_and_no_host_abc_is_budgeted() {
     assert!(ev.iter().all(|e| e.stage != "mat-vec"), "no host mat-vec stage runs when the backend evaluates");
     assert_eq!(engine.budget().in_use(), 0);
     let host = WorkingSet::of(&f.pce);
-    let dev = WorkingSet::at(&f.pce, cuzk_pce::prove::MatVecPlace::Backend);
+    let dev = WorkingSet::at(&f.pce, HostVectors::NoAbc);
     assert_eq!((dev.abc, dev.witness, dev.prover), (0, host.witness, host.prover));
+}
+
+/// A CPU backend that says it keeps its prover vectors, as the CUDA backend does with the
+/// witness handed over to the side MSMs and no resident budget.
+struct KeepingDevice(cuzk_core::backend::cpu::CpuBackend);
+
+impl KeepingDevice {
+    fn inner(&self) -> &cuzk_core::backend::cpu::CpuBackend {
+        &self.0
+    }
+}
+
+cuzk_core::backend_pass_through!(KeepingDevice, inner);
+
+impl cuzk_core::backend::Backend for KeepingDevice {
+    fn name(&self) -> &str {
+        "keeping"
+    }
+    fn keeps_prover_vectors(&self) -> bool {
+        true
+    }
+}
+
+/// The budget charges a partition its witness alone only where every device keeps a, b, c,
+/// H and the side MSMs' scalars itself and the mat-vec runs there; one device that does not
+/// (the CPU) brings the prover's buffers back, and the host's mat-vec brings a, b, c back.
+#[test]
+fn the_working_set_drops_the_prover_buffers_only_where_every_device_keeps_them() {
+    use cuzk_pce::prove::MatVecPlace;
+    use cuzk_pipeline::Device;
+    let f = fixture();
+    let keeping = || Device { name: "keeping".into(), backend: Arc::new(KeepingDevice(Default::default())) };
+    let cpu = || Device { name: "cpu".into(), backend: Arc::new(cuzk_core::backend::cpu::CpuBackend::new()) };
+    assert_eq!(HostVectors::of(MatVecPlace::Backend, &[keeping(), keeping()]), HostVectors::WitnessOnly);
+    assert_eq!(HostVectors::of(MatVecPlace::Backend, &[keeping(), cpu()]), HostVectors::NoAbc);
+    assert_eq!(HostVectors::of(MatVecPlace::Backend, &[]), HostVectors::NoAbc);
+    assert_eq!(HostVectors::of(MatVecPlace::Host, &[keeping()]), HostVectors::All);
+    let (all, lean) = (WorkingSet::of(&f.pce), WorkingSet::at(&f.pce, HostVectors::WitnessOnly));
+    assert!(all.prover > 0 && all.abc > 0);
+    assert_eq!((lean.witness, lean.abc, lean.prover, lean.total()), (all.witness, 0, 0, all.witness));
+    assert_eq!(WorkingSet::at(&f.pce, HostVectors::All).total(), all.total());
+
+    // The engine charges the budget so: a partition proved on a keeping device leases its
+    // witness's bytes alone (the budget's high water after one partition).
+    let mut cfg = Config::cpu(1, roomy());
+    cfg.devices = vec![keeping()];
+    cfg.matvec = MatVecPlace::Backend;
+    let engine = Engine::start(cfg).unwrap();
+    let s = rs(3, 1);
+    assert_eq!(engine.submit(job(&f, &s, None, None)).unwrap().wait().result.unwrap(), reference(&f, &s));
+    assert_eq!(engine.budget().high_water(), all.witness, "the lease of one partition is its witness alone");
 }
 
 #[test]

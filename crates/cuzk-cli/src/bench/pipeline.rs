@@ -196,8 +196,42 @@ struct Report {
     /// runs before `device_held_s` existed.
     device_call_s: f64,
     stages: Vec<StageSummary>,
+    /// The process's CPU time and minor faults over the measured proofs alone (from the
+    /// warm-up's end to the last measured proof): the steady state, without the parameter
+    /// load's faults and decoding, which dominate a whole-run `time -v`.
+    measured_cpu: MeasuredCpu,
     all_verified: bool,
     projection: Option<(usize, usize, u64)>,
+}
+
+/// CPU time and minor faults between two [`mem::usage`] readings, per partition proved.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MeasuredCpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// System time over user + system time (0 when both are 0).
+    pub system_share: f64,
+    pub minor_faults: u64,
+    pub partitions: u64,
+    pub minor_faults_per_partition: f64,
+}
+
+impl MeasuredCpu {
+    /// The usage from `before` to `after` over `partitions` partitions.
+    pub fn between(before: mem::Usage, after: mem::Usage, partitions: u64) -> Self {
+        let user_s = (after.user_s - before.user_s).max(0.0);
+        let system_s = (after.system_s - before.system_s).max(0.0);
+        let cpu = user_s + system_s;
+        let minor_faults = after.minor_faults.saturating_sub(before.minor_faults);
+        MeasuredCpu {
+            user_s,
+            system_s,
+            system_share: if cpu > 0.0 { system_s / cpu } else { 0.0 },
+            minor_faults,
+            partitions,
+            minor_faults_per_partition: minor_faults as f64 / partitions.max(1) as f64,
+        }
+    }
 }
 
 /// Slack on the memory model: allocator retention and thread stacks (fraction of the model).
@@ -297,7 +331,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         },
     )?;
     let matvec = a.matvec.resolve(&devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>());
-    let ws = WorkingSet::at(&pce, matvec);
+    let ws = WorkingSet::at(&pce, cuzk_pipeline::HostVectors::of(matvec, &devices));
     let pce_bytes = pce.bytes() as u64;
     // Only the engine's jobs hold the PCE from here on, so that a release frees its entries.
     drop(pce);
@@ -327,6 +361,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     drop(cuzk_gpu::take_device_waits(cuzk_gpu::WaitedFor::Device));
     let start = trace.now();
     let t = Instant::now();
+    let usage_start = mem::usage();
     let tickets: Vec<_> = (0..a.num_proofs).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     let ids: Vec<u64> = tickets.iter().map(|t| t.id).collect();
     let mut finished = Vec::new();
@@ -345,6 +380,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         finished.push(out.finished_s);
     }
     let seconds = t.elapsed().as_secs_f64();
+    let measured_partitions = a.num_proofs as u64 * crate::engine_run::partitions_of(&input.c1);
+    let measured_cpu = MeasuredCpu::between(usage_start, mem::usage(), measured_partitions);
     let end = trace.now();
     let peak = trace.peak_rss_between(start, end);
     mark(&format!("{} proofs done, j = {} (peak {})", a.num_proofs, a.jobs, human_bytes(peak)));
@@ -422,6 +459,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         device_held_s,
         device_call_s,
         stages,
+        measured_cpu,
         all_verified,
         projection,
     };
@@ -497,6 +535,16 @@ fn print_report(r: &Report) {
     for s in &r.stages {
         println!("  stage {:<9} ×{:<3} mean {:>8.3} s  total {:>8.3} s", s.stage, s.count, s.mean_s, s.total_s);
     }
+    let c = &r.measured_cpu;
+    println!(
+        "  measured proofs' CPU: user {:.1} s, system {:.1} s ({:.1} % system), minor faults {:.2} M ({:.3} M per partition, {} partitions)",
+        c.user_s,
+        c.system_s,
+        c.system_share * 100.0,
+        c.minor_faults as f64 / 1e6,
+        c.minor_faults_per_partition / 1e6,
+        c.partitions
+    );
     println!("memory model:");
     println!(
         "  static (params + PCE resident)      {} (anonymous {}; PCE {}, {} at the end; they added {} to the RSS after the C1 load)",
@@ -575,5 +623,19 @@ mod tests {
         assert_eq!(super::prover_bound_s_per_proof(&stages, 3, 2), Some(11.25));
         assert_eq!(super::prover_bound_s_per_proof(&stages, 0, 1), None);
         assert_eq!(super::prover_bound_s_per_proof(&stages[..1], 3, 1), None, "no prove stage, no bound");
+    }
+
+    #[test]
+    fn the_measured_cpu_is_the_difference_of_two_readings_per_partition() {
+        use cuzk_core::mem::Usage;
+        let before = Usage { minor_faults: 13_000_000, user_s: 100.0, system_s: 40.0 };
+        let after = Usage { minor_faults: 16_000_000, user_s: 400.0, system_s: 55.0 };
+        let c = super::MeasuredCpu::between(before, after, 30);
+        assert_eq!((c.user_s, c.system_s, c.minor_faults), (300.0, 15.0, 3_000_000));
+        assert!((c.system_share - 15.0 / 315.0).abs() < 1e-12);
+        assert_eq!(c.minor_faults_per_partition, 100_000.0);
+        // Unreadable usage (zeros after) never gives negative time or a share above 1.
+        let z = super::MeasuredCpu::between(before, Usage::default(), 0);
+        assert_eq!((z.user_s, z.system_s, z.system_share, z.minor_faults), (0.0, 0.0, 0.0, 0));
     }
 }

@@ -175,6 +175,10 @@ mod faulty {
             self.inner.overlap_h()
         }
 
+        fn keeps_prover_vectors(&self) -> bool {
+            self.inner.keeps_prover_vectors()
+        }
+
         fn resident_report(&self) -> crate::backend::ResidentReport {
             self.inner.resident_report()
         }

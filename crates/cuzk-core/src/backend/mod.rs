@@ -370,6 +370,17 @@ pub trait Backend: Msm<G1Affine> + Msm<G2Affine> + Ntt + MatVec {
         false
     }
 
+    /// Whether, with the mat-vec on this backend, a partition's prover vectors — a, b, c, the
+    /// quotient H and the side MSMs' selected and split scalars — live in this backend's own
+    /// memory, so that the host holds nothing for the prover beyond the witness. The memory
+    /// budget then charges a partition its witness alone. False by default (the host makes
+    /// them); a device backend answers true only where no MSM can fall back to the host's
+    /// selection and split in normal operation (a retry on the CPU after a device failure
+    /// still allocates them, outside the budget).
+    fn keeps_prover_vectors(&self) -> bool {
+        false
+    }
+
     /// What this backend keeps in device memory between calls (nothing, on the CPU).
     fn resident_report(&self) -> ResidentReport {
         ResidentReport::default()

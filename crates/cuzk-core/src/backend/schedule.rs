@@ -35,6 +35,10 @@ impl Backend for Scheduled<'_> {
         self.overlap
     }
 
+    fn keeps_prover_vectors(&self) -> bool {
+        self.overlap && self.inner.keeps_prover_vectors()
+    }
+
     fn resident_report(&self) -> super::ResidentReport {
         self.inner.resident_report()
     }
