@@ -633,7 +633,13 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     let side_msms_on_device = side_msms.on_device();
     let backend = crate::args::make_backend_with(
         backend,
-        &cuzk_gpu::GpuOptions { resident_budget: device_budget, msm_piece_log2, msm_kernel, side_msms: side_msms.place(), ..Default::default() },
+        &cuzk_gpu::GpuOptions {
+            resident_budget: device_budget,
+            msm_piece_log2,
+            msm_kernel,
+            side_msms: side_msms.place(),
+            ..Default::default()
+        },
     )?;
     let overlap = overlap.into_iter().map(|x| x == OnOff::On).collect();
     let msm = msm.into_iter().map(Into::into).collect();
