@@ -1553,7 +1553,8 @@ impl Backend for CudaBackend {
 
     /// With the witness handed over, the fused H step keeps a, b, c and H on the device and
     /// the side MSMs select and split there; without a resident budget no section is left out,
-    /// so none falls back to the host's split.
+    /// so none falls back to the host's split (but sections too small to keep resident, below
+    /// 2^16 points: bytes that do not matter to a budget).
     fn keeps_prover_vectors(&self) -> bool {
         self.hand_over_witness && self.resident_cache().report().budget_bytes.is_none()
     }

@@ -159,7 +159,7 @@ pub enum SideMsms {
     /// From the witness the backend keeps on the device after the mat-vec's upload: selected
     /// through each density's index list, split into ones and general scalars and gathered
     /// there, one device call per MSM. The default: on an H100 the 32 GiB partition proves in
-    /// the same bytes 6–8 % faster than with [`SideMsms::Host`], and the pipeline spends 40 %
+    /// the same bytes 6–10 % faster than with [`SideMsms::Host`], and the pipeline spends 40 %
     /// less CPU time (RESULTS, 2026-12-07).
     #[default]
     Device,
