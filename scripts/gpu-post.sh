@@ -53,6 +53,8 @@
 #    (shared memory, counted apart from the process's own memory: RssShmem, not RssAnon).
 #    MAPONLY=1 stops after the map is written; a map already in MAPDIR is not written again.
 #    DEVBUDGET (e.g. 24GiB) caps the GPU's resident SRS: the sector time a smaller card gets.
+#    BUDGET_GIB (60): the host budget of the partitions in flight (with the side MSMs on the
+#    device a partition is charged its witness alone, 3.9 GiB at 32 GiB; the pool comes out of it).
 #    PIPE_SIDES (default device; e.g. host,device): each pipeline run once per place the side
 #    MSMs take their scalars from (`--side-msms`); PROVERS: provers per device.
 # v: real 2 KiB inputs of every PoRep variant (V1_1, SyntheticPoRep, NI-PoRep: sealed here by
@@ -195,9 +197,9 @@ p)
     fi
     for side in $(echo "${PIPE_SIDES:-device}" | tr , ' '); do
     for g in $(echo "${POOLS:-0,13}" | tr , ' '); do
-        name="pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}-side-$side"
+        name="pipe32-pool-$g${RELEASE:+-released}${MAP:+-mapped}${DEVBUDGET:+-dev$DEVBUDGET}${BUDGET_GIB:+-budget$BUDGET_GIB}-side-$side"
         step "$name" timeout "${T_PIPE:-280}" "$BIN" bench pce-pipeline --c1 "$WORK/c1/c1.json" --backend cuda -j 2 --num-proofs "${PIPE_N:-2}" \
-            --warmup 1 --no-verify --budget-gib 60 --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} ${DEVBUDGET:+--device-budget $DEVBUDGET} \
+            --warmup 1 --no-verify --budget-gib "${BUDGET_GIB:-60}" --buffer-pool-gib "$g" ${RELEASE:+--release-host-matrices} ${DEVBUDGET:+--device-budget $DEVBUDGET} \
             --side-msms "$side" ${PROVERS:+--provers-per-device $PROVERS} --json "$OUT/$name.json"
     done
     done
