@@ -733,7 +733,7 @@ mod tests {
         let kernel = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_MSM_KERNEL").then(|| v.into())).unwrap().engine.msm_kernel;
         assert_eq!((kernel("sppark"), DaemonConfig::load(None, |_| None).unwrap().engine.msm_kernel), ("sppark".into(), "cuzk".into()));
         let e = DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| "gpu".into())).unwrap_err().to_string();
-        assert!(e.contains("CUZK_SIDE_MSMS") && e.contains("host or device"), "{e}");
+        assert!(e.contains("CUZK_SIDE_MSMS") && e.contains("device or host"), "{e}");
         let side = |v: &str| DaemonConfig::load(None, |k| (k == "CUZK_SIDE_MSMS").then(|| v.into())).unwrap().engine.side_msms;
         assert_eq!((side("host"), DaemonConfig::load(None, |_| None).unwrap().engine.side_msms), ("host".into(), "device".into()));
     }
