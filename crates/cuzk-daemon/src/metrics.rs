@@ -229,6 +229,7 @@ mod tests {
                         streamed: 1,
                         matrices: 2,
                         matrix_bytes: 700,
+                        pinned_host_bytes: 0,
                     },
                 ),
                 ("gpu1".into(), cuzk_core::backend::ResidentReport::default()),

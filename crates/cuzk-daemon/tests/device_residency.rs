@@ -23,6 +23,7 @@ const REPORT: ResidentReport = ResidentReport {
     streamed: 1,
     matrices: 2,
     matrix_bytes: 7 << 20,
+    pinned_host_bytes: 0,
 };
 const FREED: u64 = 1234;
 

@@ -562,17 +562,21 @@ fn fingerprint<P>(bases: &[P]) -> u64 {
 struct Staging {
     ptr: *mut std::ffi::c_void,
     bytes: usize,
+    /// The backend's count of pinned bytes alive, given back on drop.
+    live: Arc<std::sync::atomic::AtomicU64>,
 }
 
 // SAFETY: a plain host allocation, used by one thread at a time (taken out of the pool).
 unsafe impl Send for Staging {}
 
 impl Staging {
-    fn alloc(dev: i32, bytes: usize) -> Result<Staging, GpuError> {
+    /// `bytes` of pinned memory, counted in `live` until dropped.
+    fn alloc(dev: i32, bytes: usize, live: &Arc<std::sync::atomic::AtomicU64>) -> Result<Staging, GpuError> {
         let mut p = std::ptr::null_mut();
         // SAFETY: out-parameter for a fresh allocation of `bytes`.
         call("cudaMallocHost", |m, c| unsafe { ffi::cuzk_host_alloc(dev, bytes, &mut p, m, c) })?;
-        Ok(Staging { ptr: p, bytes })
+        live.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(Staging { ptr: p, bytes, live: live.clone() })
     }
 
     /// The first `count` scalars of the buffer (which holds at least that many).
@@ -588,6 +592,7 @@ impl Drop for Staging {
     fn drop(&mut self) {
         // SAFETY: our own allocation, freed once.
         unsafe { ffi::cuzk_host_free(self.ptr) }
+        self.live.fetch_sub(self.bytes as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -644,6 +649,8 @@ pub struct CudaBackend {
     lock: DeviceLock<()>,
     /// Pinned staging buffers not in use.
     staging: DeviceLock<Vec<Staging>>,
+    /// Bytes of the pinned staging buffers alive, in use or not.
+    pinned_bytes: Arc<std::sync::atomic::AtomicU64>,
     /// Set once pinned allocation failed: uploads then go from pageable memory.
     no_pinned: std::sync::atomic::AtomicBool,
     /// The most points one device call of a resident MSM covers (see
@@ -684,6 +691,7 @@ impl CudaBackend {
             pce: DeviceLock::new(RecentSlots::new(PCE_SLOTS)),
             lock: DeviceLock::new(()).with_urgent_grace(urgent_grace),
             staging: DeviceLock::new(Vec::new()),
+            pinned_bytes: Arc::default(),
             no_pinned: std::sync::atomic::AtomicBool::new(false),
             msm_piece: usize::MAX,
             driver_from: None,
@@ -947,7 +955,7 @@ impl CudaBackend {
         if self.no_pinned.load(Ordering::Relaxed) {
             return None;
         }
-        match Staging::alloc(self.dev, bytes) {
+        match Staging::alloc(self.dev, bytes, &self.pinned_bytes) {
             Ok(b) => Some(b),
             Err(e) => {
                 tracing::warn!(error = %e, bytes, "no pinned staging buffer; uploads use pageable memory");
@@ -1562,7 +1570,12 @@ impl Backend for CudaBackend {
     fn resident_report(&self) -> cuzk_core::backend::ResidentReport {
         let bases = self.resident_cache().report();
         let slots = self.pce_slots();
-        cuzk_core::backend::ResidentReport { matrices: slots.len(), matrix_bytes: slots.values().map(|p| p.bytes).sum(), ..bases }
+        cuzk_core::backend::ResidentReport {
+            matrices: slots.len(),
+            matrix_bytes: slots.values().map(|p| p.bytes).sum(),
+            pinned_host_bytes: self.pinned_bytes.load(std::sync::atomic::Ordering::Relaxed),
+            ..bases
+        }
     }
 
     fn holds_matrices(&self, m: &Matrices) -> bool {
@@ -1880,5 +1893,23 @@ mod tests {
         assert!(ours == cpu, "the NTT after the retry differs from the CPU's");
         let report = b.resident_report();
         assert_eq!((report.sections, report.evictions), (0, 1), "{report:?}");
+    }
+
+    /// On a GPU: the pinned staging buffers are reported while they live, in use or kept for
+    /// reuse, and no longer once freed (the figure the pipeline's memory model adds to the
+    /// static host memory).
+    #[test]
+    fn pinned_staging_is_reported_while_it_lives() {
+        let Some(b) = backend_or_skipped("pinned_staging_is_reported_while_it_lives", None) else { return };
+        let pinned = |b: &CudaBackend| b.resident_report().pinned_host_bytes;
+        assert_eq!(pinned(&b), 0);
+        let s = b.take_staging(1000).expect("pinned memory");
+        assert_eq!(pinned(&b), 32_000);
+        b.give_back(Some(s));
+        assert_eq!(pinned(&b), 32_000, "kept for reuse");
+        let again = b.take_staging(10).expect("the kept buffer");
+        assert_eq!((again.bytes, pinned(&b)), (32_000, 32_000), "the kept buffer is reused, not another made");
+        drop(again);
+        assert_eq!(pinned(&b), 0);
     }
 }

@@ -327,7 +327,16 @@ mod tests {
         assert_eq!(set.keys_by_use(), vec![key(3), key(1), key(4)]);
         assert_eq!(
             set.report(),
-            ResidentReport { sections: 3, bytes: 90, budget_bytes: Some(100), evictions: 1, streamed: 0, matrices: 0, matrix_bytes: 0 }
+            ResidentReport {
+                sections: 3,
+                bytes: 90,
+                budget_bytes: Some(100),
+                evictions: 1,
+                streamed: 0,
+                matrices: 0,
+                matrix_bytes: 0,
+                pinned_host_bytes: 0
+            }
         );
         // 60 more: the two oldest go.
         drop(add(&mut set, 5, 60).unwrap());

@@ -159,7 +159,10 @@ struct Report {
     peak_rss_bytes: u64,
     /// VmHWM of the whole process (includes the old path when it ran).
     vm_hwm_bytes: u64,
-    /// static + max_in_flight × working set + the buffer pool's capacity.
+    /// Host bytes the devices keep pinned for uploads at the end (staging buffers made by the
+    /// first proofs, so not in the static figure; outside the budget).
+    pinned_host_bytes: u64,
+    /// static + pinned + max_in_flight × working set + the buffer pool's capacity.
     model_peak_bytes: u64,
     /// The process's buffer pool at the end: capacity, idle buffers, and how many large
     /// requests it served from idle buffers (`reused`) or fresh memory (`fresh`).
@@ -408,7 +411,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let steady = (finished.len() > 1).then(|| (finished[finished.len() - 1] - finished[0]) / (finished.len() - 1) as f64);
     let max_in_flight = high_water.div_ceil(ws.total().max(1));
     let buffer_pool = cuzk_core::buffer_pool::scalar_pool().stats();
-    let model_peak = static_rss + max_in_flight * ws.total() + buffer_pool.capacity_bytes;
+    let pinned_host_bytes: u64 = devices.iter().map(|d| d.backend.resident_report().pinned_host_bytes).sum();
+    let model_peak = static_rss + pinned_host_bytes + max_in_flight * ws.total() + buffer_pool.capacity_bytes;
     let model_j = static_rss + a.jobs as u64 * ws.total();
     let memory_model_ok = (peak as f64) <= model_peak as f64 * (1.0 + MODEL_SLACK);
     let leak_growth = (rss_drop as f64 - rss_warm as f64) / rss_warm.max(1) as f64;
@@ -441,6 +445,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         max_in_flight,
         peak_rss_bytes: peak,
         vm_hwm_bytes: mem::snapshot().peak_bytes,
+        pinned_host_bytes,
         model_peak_bytes: model_peak,
         buffer_pool,
         model_j_bytes: model_j,
@@ -562,8 +567,9 @@ fn print_report(r: &Report) {
         human_bytes(r.working_set.prover)
     );
     println!("  partitions in flight (budget peak)  {} (budget {})", r.max_in_flight, human_bytes(r.budget_bytes));
+    println!("  pinned upload staging (devices)     {} (outside the budget)", human_bytes(r.pinned_host_bytes));
     println!(
-        "  model: static + {} × working set + pool    {}   (seeds' form static + j × ws: {})",
+        "  model: static + pinned + {} × working set + pool    {}   (seeds' form static + j × ws: {})",
         r.max_in_flight,
         human_bytes(r.model_peak_bytes),
         human_bytes(r.model_j_bytes)

@@ -671,14 +671,15 @@ fn partition(a: PartitionArgs) -> Result<ExitCode> {
     if resident != Default::default() {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         println!(
-            "device resident: {} sections, {:.2} GiB (budget {}), {} evicted, {} streamed with their calls; matrices of {} circuits, {:.2} GiB",
+            "device resident: {} sections, {:.2} GiB (budget {}), {} evicted, {} streamed with their calls; matrices of {} circuits, {:.2} GiB; host memory pinned for uploads {:.2} GiB",
             resident.sections,
             gib(resident.bytes),
             resident.budget_bytes.map_or("the whole device".into(), |b| format!("{:.2} GiB", gib(b))),
             resident.evictions,
             resident.streamed,
             resident.matrices,
-            gib(resident.matrix_bytes)
+            gib(resident.matrix_bytes),
+            gib(resident.pinned_host_bytes)
         );
     }
     if let Some(path) = json {

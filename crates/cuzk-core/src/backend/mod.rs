@@ -354,6 +354,10 @@ pub struct ResidentReport {
     pub matrices: usize,
     /// Device bytes those matrices hold (outside the budget above).
     pub matrix_bytes: u64,
+    /// Host bytes the backend keeps pinned for its uploads (staging buffers reused from call
+    /// to call): host memory outside the engine's budget, as static as the parameters once
+    /// the first proofs have run.
+    pub pinned_host_bytes: u64,
 }
 
 /// Everything the prover needs from a backend.
