@@ -169,6 +169,9 @@ pub enum SideMsms {
 }
 
 impl SideMsms {
+    /// Every place, in the order errors list them.
+    pub const ALL: [SideMsms; 2] = [SideMsms::Device, SideMsms::Host];
+
     /// The name config files and `--side-msms` take.
     pub fn name(self) -> &'static str {
         match self {
@@ -179,11 +182,10 @@ impl SideMsms {
 
     /// The place a name gives, or an error that lists the names.
     pub fn parse(name: &str) -> Result<SideMsms, String> {
-        match name {
-            "device" => Ok(SideMsms::Device),
-            "host" => Ok(SideMsms::Host),
-            _ => Err(format!("`{name}` is not a place for the side MSMs (device or host)")),
-        }
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| format!("`{name}` is not a place for the side MSMs (device or host)"))
     }
 }
 
@@ -560,6 +562,11 @@ mod tests {
             assert_eq!(MsmKernel::parse(k.name()), Ok(k));
         }
         assert!(MsmKernel::parse("blst").unwrap_err().contains("cuzk or sppark"));
+        for s in super::SideMsms::ALL {
+            assert_eq!(super::SideMsms::parse(s.name()), Ok(s));
+        }
+        assert_eq!(GpuOptions::default().side_msms, super::SideMsms::Device);
+        assert!(super::SideMsms::parse("gpu").unwrap_err().contains("device or host"));
     }
 
     #[test]

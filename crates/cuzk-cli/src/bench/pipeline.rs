@@ -351,7 +351,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let opts = JobOptions { verify: !a.no_verify, ..JobOptions::default() };
     let job = |opts: JobOptions| kinds().porep.job(input.clone(), opts);
     let warmup = a.warmup.unwrap_or(a.jobs + 2);
-    let partitions = (warmup + a.num_proofs) as u64 * crate::engine_run::partitions_of(&input.c1);
+    let per_proof = crate::engine_run::partitions_of(&input.c1);
+    let partitions = (warmup + a.num_proofs) as u64 * per_proof;
     let watch = crate::engine_run::PartitionWatch::start(trace.clone(), "bench pce-pipeline (warm-up included)", partitions);
     let warm: Vec<_> = (0..warmup).map(|_| engine.submit(job(opts.clone()))).collect::<Result<_, _>>()?;
     for (k, t) in warm.into_iter().enumerate() {
@@ -383,8 +384,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         finished.push(out.finished_s);
     }
     let seconds = t.elapsed().as_secs_f64();
-    let measured_partitions = a.num_proofs as u64 * crate::engine_run::partitions_of(&input.c1);
-    let measured_cpu = MeasuredCpu::between(usage_start, mem::usage(), measured_partitions);
+    let measured_cpu = MeasuredCpu::between(usage_start, mem::usage(), a.num_proofs as u64 * per_proof);
     let end = trace.now();
     let peak = trace.peak_rss_between(start, end);
     mark(&format!("{} proofs done, j = {} (peak {})", a.num_proofs, a.jobs, human_bytes(peak)));
